@@ -1,0 +1,69 @@
+"""The pipeline: load -> model -> analyse -> render. The CLI and the MkDocs plugin call these."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lockdocs import model as m
+from lockdocs.diagnostics import Diagnostic, Severity, sort_diagnostics
+
+
+@dataclass
+class CheckResult:
+    diagnostics: list[Diagnostic]
+    model: m.Model | None
+    drift: list[str] = field(default_factory=list)  # unified diffs, one per file
+    bad_input: bool = False
+
+    @property
+    def exit_code(self) -> int:
+        if self.bad_input:
+            return 2
+        if any(d.blocking for d in self.diagnostics) or self.drift:
+            return 1
+        return 0
+
+
+def load(root: Path) -> tuple[m.Model | None, list[Diagnostic]]:
+    from lockdocs.project import build_model  # noqa: PLC0415
+
+    model, diags = build_model(root)
+    return model, sort_diagnostics(diags)
+
+
+def analyse(model: m.Model) -> list[Diagnostic]:
+    """Run every registered check, then exceptions, then severity settings."""
+    from lockdocs.config import apply_overrides, severity_overrides  # noqa: PLC0415
+    from lockdocs.rules.context import Context  # noqa: PLC0415
+    from lockdocs.rules.registry import load_all  # noqa: PLC0415
+    from lockdocs.rules.waivers import apply_waivers  # noqa: PLC0415
+
+    registry = load_all()
+    ctx = Context(model)
+    overrides, diags = severity_overrides(Path(model.root), model.checks)
+    found: list[Diagnostic] = []
+    for info in registry.values():
+        if info.check is None or overrides.get(info.code) == "off":
+            continue
+        found.extend(info.check(ctx))
+    found = apply_overrides(found, overrides)
+    found = apply_waivers(model, found, overrides)
+    return sort_diagnostics(diags + found)
+
+
+def check(root: Path, *, drift: bool = True) -> CheckResult:
+    model, diags = load(root)
+    if model is None:
+        return CheckResult(diags, None, bad_input=True)
+    found = analyse(model)
+    if any(d.code.startswith("LD0") and d.severity is Severity.ERROR for d in found):
+        return CheckResult(found, model, bad_input=True)
+    result = CheckResult(sort_diagnostics(diags + found), model)
+    if drift:
+        try:
+            from lockdocs.render.build import drift_diffs  # noqa: PLC0415
+        except ImportError:  # rendering not installed in this build
+            return result
+        result.drift = drift_diffs(model, result.diagnostics)
+    return result

@@ -1,0 +1,188 @@
+"""The command line: options -> an api call -> output and an exit code; nothing else.
+
+Exit codes: 0 clean, 1 findings or drift, 2 bad input or usage, 3 an internal error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(
+    name="lockdocs",
+    help="Declare database locks once in YAML; check their order; render the lock page.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+class Format(str, Enum):
+    text = "text"
+    json = "json"
+    github = "github"
+    sarif = "sarif"
+
+
+class ExportFormat(str, Enum):
+    json = "json"
+
+
+RootOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--root",
+        help="The folder that holds locks.yaml (default: the nearest one upward).",
+        file_okay=False,
+    ),
+]
+FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
+
+
+def _root(root: Path | None) -> Path:
+    from lockdocs.project import RootNotFound, find_root  # noqa: PLC0415
+
+    try:
+        if root is not None:
+            if not (root / "locks.yaml").is_file():
+                raise RootNotFound(f"no locks.yaml in {root}")
+            return root.resolve()
+        return find_root(Path.cwd())
+    except RootNotFound as exc:
+        typer.echo(f"lockdocs: {exc}", err=True)
+        typer.echo("hint: run it inside a project, pass --root DIR, or start one with "
+                   "'lockdocs init'", err=True)
+        raise typer.Exit(2) from None
+
+
+def _emit(diags: list, fmt: Format, summary: str) -> None:  # type: ignore[type-arg]
+    from lockdocs.report import REPORTERS  # noqa: PLC0415
+
+    out = REPORTERS[fmt.value](diags, summary)
+    stream = sys.stdout if fmt is not Format.text or not diags else sys.stdout
+    stream.write(out)
+
+
+def _summary(diags: list) -> str:  # type: ignore[type-arg]
+    counts: dict[str, int] = {}
+    waived = 0
+    for d in diags:
+        if d.waived_by:
+            waived += 1
+            continue
+        counts[d.severity.value] = counts.get(d.severity.value, 0) + 1
+    parts = [f"{counts.get(s, 0)} {s}{'s' if counts.get(s, 0) != 1 else ''}"
+             for s in ("error", "warning", "info")]
+    parts = [p.replace("infos", "info") for p in parts]
+    return ", ".join(parts) + f", {waived} waived"
+
+
+@app.command()
+def validate(root: RootOpt = None, fmt: FormatOpt = Format.text) -> None:
+    """Load and validate the declarations (format and references only)."""
+    from lockdocs.api import load  # noqa: PLC0415
+
+    base = _root(root)
+    model, diags = load(base)
+    if model is None:
+        _emit(diags, fmt, "the declarations are not valid")
+        raise typer.Exit(2)
+    _emit(diags, fmt, f"ok: {len(model.locks)} locks, {len(model.paths)} paths "
+                      f"in {len(model.files)} files" if fmt is Format.text else "ok")
+
+
+@app.command()
+def check(
+    root: RootOpt = None,
+    fmt: FormatOpt = Format.text,
+    no_drift: Annotated[bool, typer.Option("--no-drift", help="Skip the generated-docs comparison.")] = False,
+) -> None:
+    """Check the declarations: keys, lock order, rules, exceptions, and drift of the docs."""
+    from lockdocs.api import check as run_check  # noqa: PLC0415
+
+    base = _root(root)
+    result = run_check(base, drift=not no_drift)
+    summary = _summary(result.diagnostics)
+    if result.bad_input:
+        summary = "the declarations are not valid"
+    _emit(result.diagnostics, fmt, summary if fmt in (Format.text, Format.json) else "")
+    if result.drift:
+        out = sys.stdout if fmt is Format.text else sys.stderr
+        for diff in result.drift:
+            out.write(diff)
+        out.write("the generated docs differ from the declarations; run: lockdocs build\n")
+    raise typer.Exit(result.exit_code)
+
+
+@app.command()
+def export(
+    root: RootOpt = None,
+    fmt: Annotated[ExportFormat, typer.Option("--format", "-f", help="Export format.")] = ExportFormat.json,
+) -> None:
+    """Print the resolved model (locks, transactions, paths with acquisitions, rules, exceptions)."""
+    from lockdocs.api import load  # noqa: PLC0415
+    from lockdocs.export import export_json  # noqa: PLC0415
+    from lockdocs.report import REPORTERS  # noqa: PLC0415
+
+    base = _root(root)
+    model, diags = load(base)
+    if model is None:
+        sys.stderr.write(REPORTERS["text"](diags, "the declarations are not valid"))
+        raise typer.Exit(2)
+    sys.stdout.write(export_json(model))
+
+
+@app.command()
+def schema(
+    kind: Annotated[str, typer.Argument(help="locks or paths")] = "locks",
+) -> None:
+    """Print the JSON Schema of locks.yaml (or of a paths/ file)."""
+    from lockdocs.schema.definition import locks_schema, paths_schema  # noqa: PLC0415
+
+    if kind not in ("locks", "paths"):
+        typer.echo(f"lockdocs: unknown schema '{kind}'; use locks or paths", err=True)
+        raise typer.Exit(2)
+    doc = locks_schema() if kind == "locks" else paths_schema()
+    sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+
+
+@app.command()
+def rules(fmt: Annotated[str, typer.Option("--format", "-f", help="text or json")] = "text") -> None:
+    """List every check with its code, default severity and summary."""
+    from lockdocs.rules.registry import load_all  # noqa: PLC0415
+
+    reg = load_all()
+    if fmt == "json":
+        sys.stdout.write(json.dumps(
+            [{"code": r.code, "name": r.name, "severity": r.severity.value,
+              "summary": r.summary} for r in reg.values()], indent=2) + "\n")
+        return
+    for r in reg.values():
+        typer.echo(f"{r.code}  {r.severity.value:<7}  {r.name:<28} {r.summary}")
+
+
+def main() -> None:
+    """Entry point: maps anything unexpected to exit code 3 instead of a traceback."""
+    try:
+        app()
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        sys.stderr.write("lockdocs: interrupted\n")
+        sys.exit(130)
+    except Exception as exc:  # noqa: BLE001 - the last line of defence
+        if os.environ.get("LOCKDOCS_DEBUG"):
+            raise
+        sys.stderr.write(
+            f"lockdocs: internal error: {type(exc).__name__}: {exc}\n"
+            "This is a bug in lockdocs. Run again with LOCKDOCS_DEBUG=1 for the traceback and "
+            "report it.\n"
+        )
+        sys.exit(3)

@@ -1,0 +1,75 @@
+"""Diagnostics are data: every problem, from a YAML typo to a deadlock, is one of these.
+
+Loading, checking and drift all return lists of `Diagnostic` so the user reads one sorted list
+and every reporter (text, JSON, GitHub, SARIF) formats the same thing.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+class Severity(enum.Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+    @property
+    def rank(self) -> int:
+        return {"error": 0, "warning": 1, "info": 2}[self.value]
+
+
+@dataclass(frozen=True, order=True)
+class Location:
+    """A place in a declaration file; line and column are 1-based."""
+
+    file: str
+    line: int = 0
+    column: int = 0
+
+    def __str__(self) -> str:
+        if self.line:
+            return f"{self.file}:{self.line}:{self.column or 1}"
+        return self.file
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    code: str
+    severity: Severity
+    message: str
+    location: Location
+    hint: str = ""
+    # Extra lines printed under the message (a cycle's proof, a diff).
+    details: tuple[str, ...] = ()
+    # Set when an exception in the declarations waives this finding.
+    waived_by: str = ""
+    # Keys used to match exceptions: the path and lock the finding is about, and the
+    # declared rule id when the finding comes from a declared rule.
+    paths: tuple[str, ...] = ()
+    locks: tuple[str, ...] = ()
+    rule_id: str = ""
+    extra: dict[str, object] = field(default_factory=dict, compare=False, hash=False)
+
+    def sort_key(self) -> tuple[str, int, int, str, str]:
+        loc = self.location
+        return (loc.file, loc.line, loc.column, self.code, self.message)
+
+    @property
+    def blocking(self) -> bool:
+        """Only an unwaived error fails a check."""
+        return self.severity is Severity.ERROR and not self.waived_by
+
+
+def sort_diagnostics(diags: list[Diagnostic]) -> list[Diagnostic]:
+    """Sorted and de-duplicated, so output never depends on discovery order."""
+    seen: set[tuple[str, int, int, str, str]] = set()
+    out: list[Diagnostic] = []
+    for d in sorted(diags, key=Diagnostic.sort_key):
+        k = d.sort_key()
+        if k in seen:
+            continue
+        seen.add(k)
+        out.append(d)
+    return out

@@ -1,0 +1,213 @@
+"""The model as JSON: a documented contract that other tools and the tests rely on.
+
+Objects have sorted keys; lists keep declaration order. See docs/export.md.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from lockdocs import model as m
+from lockdocs.analysis.flatten import Event, Flattener
+from lockdocs.keys import key_sql
+
+EXPORT_VERSION = 1
+
+
+def _key_text(kt: m.KeyText | int | None) -> Any:
+    if kt is None or isinstance(kt, int):
+        return kt
+    return {
+        "text": kt.text,
+        "prefix": kt.prefix,
+        "parts": list(kt.parts),
+        "separator": kt.separator,
+        "seed": kt.seed,
+        "cardinality": kt.cardinality,
+    }
+
+
+def key_json(key: m.Key) -> dict[str, Any]:
+    return {
+        "construction": key.construction,
+        "sql": key_sql(key),
+        "space": key.space,
+        "bits": key.bits,
+        "input": _key_text(key.text) if key.text else None,
+        "constant": (
+            {"value": key.constant_value, "bytes": key.constant_bytes, "name": key.constant_name}
+            if key.construction == "constant" else None
+        ),
+        "pair": (
+            {"first": _key_text(key.first), "second": _key_text(key.second)}
+            if key.construction == "int4pair" else None
+        ),
+        "value": key.value,
+        "int4_pair_value": list(key.pair) if key.pair else None,
+        "tag": list(key.tag) if key.tag else None,
+    }
+
+
+def lock_json(lock: m.Lock) -> dict[str, Any]:
+    return {
+        "id": lock.id,
+        "title": lock.title,
+        "kind": lock.kind,
+        "scope": lock.scope,
+        "key": key_json(lock.key) if lock.key else None,
+        "table": lock.table,
+        "row": lock.row,
+        "modes": [{"mode": mode, "taken_when": text} for mode, text in lock.modes],
+        "options": list(lock.options),
+        "queue": lock.queue,
+        "singleton": lock.singleton,
+        "referenced_by_foreign_keys": lock.referenced_by_foreign_keys,
+        "instance_order": lock.instance_order,
+        "backends": [
+            {"name": b.name, "kind": b.kind, "table": b.table, "mode": b.mode, "how": b.how}
+            for b in lock.backends
+        ],
+        "taken_by": [
+            {
+                "name": t.name, "kind": t.kind, "mode": t.mode, "via": list(t.via),
+                "called_by": list(t.called_by), "module": t.module, "note": t.note,
+            }
+            for t in lock.takers
+        ],
+        "serializes": lock.serializes,
+        "notes": lock.notes,
+        "issues": list(lock.issues),
+        "line": lock.location.line,
+    }
+
+
+def step_json(step: m.Step) -> dict[str, Any]:
+    line = step.location.line
+    if isinstance(step, m.Take):
+        return {
+            "type": "take", "lock": step.lock, "mode": step.mode, "via": list(step.via),
+            "note": step.note, "instance": step.instance, "again": step.again,
+            "order": step.order, "option": step.option, "implicit": step.implicit, "line": line,
+        }
+    if isinstance(step, m.Loop):
+        return {"type": "loop", "over": step.label, "order": step.order, "note": step.note,
+                "steps": [step_json(s) for s in step.steps], "line": line}
+    if isinstance(step, m.Branches):
+        return {"type": "branches", "note": step.note, "line": line,
+                "branches": [{"name": n, "steps": [step_json(s) for s in alt]}
+                             for n, alt in step.alternatives]}
+    if isinstance(step, m.Run):
+        return {"type": "run", "path": step.path, "note": step.note, "line": line}
+    if isinstance(step, m.Call):
+        return {"type": "call", "name": step.name, "note": step.note, "line": line}
+    if isinstance(step, m.External):
+        return {"type": "external", "name": step.name, "note": step.note, "line": line}
+    if isinstance(step, m.Write):
+        return {"type": "write", "what": step.what, "via": list(step.via), "note": step.note,
+                "line": line}
+    if isinstance(step, m.Begin):
+        return {"type": "begin", "transaction": step.transaction, "note": step.note,
+                "line": line}
+    if isinstance(step, m.End):
+        return {"type": step.how, "note": step.note, "line": line}
+    return {"type": "release", "lock": step.lock, "via": list(step.via), "note": step.note,
+            "line": line}
+
+
+def acquisition_json(ev: Event) -> dict[str, Any]:
+    return {
+        "lock": ev.lock,
+        "mode": ev.mode,
+        "event": ev.kind,
+        "via": list(ev.via),
+        "file": ev.location.file,
+        "line": ev.location.line,
+        "held": [{"lock": h.lock, "mode": h.mode, "instance": h.instance} for h in ev.held],
+        "branch": list(ev.branch),
+        "repeated": ev.repeated,
+        "order": ev.order,
+        "instance": ev.instance,
+        "transaction": ev.transaction,
+        "transaction_kind": ev.txkind,
+        "through": list(ev.through),
+        "option": ev.option,
+        "implicit": ev.implicit,
+    }
+
+
+def path_json(model: m.Model, path: m.Path, flattener: Flattener) -> dict[str, Any]:
+    flattener.events = []
+    flattener._seen = set()
+    flattener.path(path)
+    acq = [e for e in flattener.events if e.kind in ("acquire", "retake", "upgrade")]
+    return {
+        "id": path.id,
+        "title": path.title,
+        "group": path.group,
+        "file": path.file,
+        "line": path.location.line,
+        "entry": list(path.entry),
+        "transaction": path.transaction,
+        "standalone": path.standalone,
+        "summary": path.summary,
+        "notes": path.notes,
+        "issues": list(path.issues),
+        "steps": [step_json(s) for s in path.steps],
+        "acquisitions": [acquisition_json(e) for e in acq],
+    }
+
+
+def export_model(model: m.Model) -> dict[str, Any]:
+    flattener = Flattener(model)
+    return {
+        "lockdocs_export": EXPORT_VERSION,
+        "page": {
+            "title": model.page.title, "audience": model.page.audience,
+            "summary": model.page.summary, "output": model.page.output,
+        },
+        "issue_url": model.issue_url,
+        "locks": [lock_json(lk) for lk in model.locks.values()],
+        "transactions": [
+            {
+                "id": t.id, "title": t.title, "opened_by": t.opened_by,
+                "first": {"lock": t.first_lock, "mode": t.first_mode} if t.first_lock else None,
+                "isolation": t.isolation, "lock_timeout": t.lock_timeout or "none",
+                "on_timeout": t.on_timeout, "notes": t.notes,
+            }
+            for t in model.transactions.values()
+        ],
+        "groups": [
+            {"title": g.title, "file": g.file, "order": g.order, "paths": list(g.paths),
+             "transaction": g.transaction}
+            for g in model.groups
+        ],
+        "paths": [path_json(model, p, flattener) for p in model.paths.values()],
+        "rules": [
+            {"id": r.id, "title": r.title, "text": r.text, "check": r.check,
+             "params": {k: v for k, v in r.params}, "issues": list(r.issues)}
+            for r in model.rules.values()
+        ],
+        "exceptions": [
+            {"rule": w.rule, "path": w.path, "lock": w.lock, "issue": w.issue,
+             "title": w.title, "why": w.why, "line": w.location.line}
+            for w in model.waivers
+        ],
+        "planned": [
+            {"issue": p.issue, "title": p.title, "affects": list(p.affects)}
+            for p in model.planned
+        ],
+    }
+
+
+def export_json(model: m.Model) -> str:
+    return json.dumps(_plain(export_model(model)), indent=2, sort_keys=True,
+                      ensure_ascii=False) + "\n"
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value

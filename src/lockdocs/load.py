@@ -1,0 +1,232 @@
+"""YAML files -> plain data plus a map from each value's JSON path to its line and column.
+
+PyYAML drops positions once it builds Python objects and silently keeps the last of two equal
+keys; here the node tree is walked by hand so every later diagnostic can point at a line, a
+duplicate key is an error, and alias bombs and deep nesting are refused with bounded work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from lockdocs.diagnostics import Diagnostic, Location, Severity
+
+try:  # libyaml is about five times faster; fall back quietly when it is missing.
+    _Loader: Any = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - depends on the PyYAML build
+    _Loader = yaml.SafeLoader
+
+MAX_FILE_BYTES = 4 * 1024 * 1024
+MAX_NODES = 500_000
+MAX_DEPTH = 64
+
+JsonPath = tuple[str | int, ...]
+
+
+@dataclass
+class Document:
+    """One loaded file: its data and where each value and key stands."""
+
+    file: str
+    data: Any
+    marks: dict[JsonPath, tuple[int, int]] = field(default_factory=dict)
+    key_marks: dict[JsonPath, tuple[int, int]] = field(default_factory=dict)
+
+    def loc(self, path: JsonPath, *, key: bool = False) -> Location:
+        """The location of a value (or of its key), falling back to the nearest parent."""
+        table = self.key_marks if key else self.marks
+        p = tuple(path)
+        while p:
+            if p in table:
+                line, col = table[p]
+                return Location(self.file, line, col)
+            if key and p in self.marks:
+                line, col = self.marks[p]
+                return Location(self.file, line, col)
+            p = p[:-1]
+        line, col = self.marks.get((), (1, 1))
+        return Location(self.file, line, col)
+
+
+def _error(code: str, file: str, line: int, col: int, message: str, hint: str) -> Diagnostic:
+    return Diagnostic(code, Severity.ERROR, message, Location(file, line, col), hint)
+
+
+class _Builder:
+    def __init__(self, file: str, loader: Any) -> None:
+        self.file = file
+        self.loader = loader
+        self.marks: dict[JsonPath, tuple[int, int]] = {}
+        self.key_marks: dict[JsonPath, tuple[int, int]] = {}
+        self.nodes = 0
+        self.diags: list[Diagnostic] = []
+
+    def build(self, node: yaml.Node, path: JsonPath, depth: int) -> Any:
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise _Refused(
+                "LD009",
+                node,
+                f"the document expands to more than {MAX_NODES:,} values "
+                "(an alias bomb, or a file far larger than any lock declaration)",
+                "remove the repeated aliases (*name) or split the file",
+            )
+        if depth > MAX_DEPTH:
+            raise _Refused(
+                "LD009",
+                node,
+                f"the document nests deeper than {MAX_DEPTH} levels",
+                "flatten the structure; no lockdocs construct needs this depth",
+            )
+        mark = node.start_mark
+        self.marks[path] = (mark.line + 1, mark.column + 1)
+        if isinstance(node, yaml.MappingNode):
+            out: dict[str, Any] = {}
+            seen: dict[str, tuple[int, int]] = {}
+            for key_node, value_node in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    raise _Refused(
+                        "LD003",
+                        key_node,
+                        "merge keys (<<) are not supported",
+                        "write the keys out; lockdocs files should read on their own",
+                    )
+                if not isinstance(key_node, yaml.ScalarNode):
+                    raise _Refused(
+                        "LD003", key_node, "a mapping key must be a plain string",
+                        "use a simple name as the key",
+                    )
+                key = str(key_node.value)
+                km = key_node.start_mark
+                if key in seen:
+                    first = seen[key]
+                    self.diags.append(
+                        _error(
+                            "LD002",
+                            self.file,
+                            km.line + 1,
+                            km.column + 1,
+                            f"duplicate key '{key}' (first at line {first[0]})",
+                            "YAML keeps only the last of two equal keys; remove or rename one",
+                        )
+                    )
+                    continue
+                seen[key] = (km.line + 1, km.column + 1)
+                self.key_marks[(*path, key)] = seen[key]
+                out[key] = self.build(value_node, (*path, key), depth + 1)
+            return out
+        if isinstance(node, yaml.SequenceNode):
+            return [self.build(v, (*path, i), depth + 1) for i, v in enumerate(node.value)]
+        try:
+            return self.loader.construct_object(node, deep=True)
+        except yaml.YAMLError as exc:
+            raise _Refused("LD001", node, f"cannot read this value: {exc}", "quote it") from exc
+
+
+class _Refused(Exception):
+    """Internal to this module: stops the walk; always turned into a Diagnostic."""
+
+    def __init__(self, code: str, node: yaml.Node, message: str, hint: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.line = node.start_mark.line + 1
+        self.column = node.start_mark.column + 1
+        self.message = message
+        self.hint = hint
+
+
+def parse_text(text: str, file: str) -> tuple[Document | None, list[Diagnostic]]:
+    """Parse YAML text; returns no document when the text cannot be read at all."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if not text.strip():
+        return None, [
+            _error("LD007", file, 1, 1, "the file is empty", "declare its content or delete it")
+        ]
+    loader = _Loader(text)
+    try:
+        try:
+            node = loader.get_single_node()
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+            problem = exc.problem or "invalid YAML"
+            hint = "fix the YAML syntax at this point"
+            if "\t" in text and "tab" in str(exc).lower() or "found character '\\t'" in str(exc):
+                hint = "YAML indents with spaces only; replace the tab with spaces"
+            return None, [_error("LD001", file, line, col, f"YAML syntax: {problem}", hint)]
+        except yaml.YAMLError as exc:
+            return None, [_error("LD001", file, 1, 1, f"YAML syntax: {exc}", "fix the YAML")]
+        except RecursionError:
+            return None, [
+                _error("LD009", file, 1, 1, "the document nests too deeply to parse",
+                       "flatten the structure")
+            ]
+        if node is None:
+            return None, [
+                _error("LD007", file, 1, 1, "the file holds no YAML document",
+                       "declare its content or delete it")
+            ]
+        builder = _Builder(file, loader)
+        try:
+            data = builder.build(node, (), 0)
+        except _Refused as r:
+            return None, [*builder.diags, _error(r.code, file, r.line, r.column, r.message, r.hint)]
+        except RecursionError:
+            return None, [
+                _error("LD009", file, 1, 1, "the document nests too deeply to read",
+                       "flatten the structure")
+            ]
+        return Document(file, data, builder.marks, builder.key_marks), builder.diags
+    finally:
+        loader.dispose()
+
+
+def read_file(path: Path, display: str) -> tuple[Document | None, list[Diagnostic]]:
+    """Read and parse one declaration file, refusing what is too large or not UTF-8."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            return None, [
+                _error(
+                    "LD009",
+                    display,
+                    1,
+                    1,
+                    f"the file is {size:,} bytes; the limit is {MAX_FILE_BYTES:,}",
+                    "split the declarations into several files under paths/",
+                )
+            ]
+        raw = path.read_bytes()
+    except OSError as exc:
+        return None, [
+            _error("LD008", display, 0, 0, f"cannot read the file: {exc.strerror}",
+                   "check that it exists and is readable")
+        ]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        return None, [
+            _error(
+                "LD008",
+                display,
+                line,
+                col,
+                f"the file is not UTF-8 (byte 0x{raw[exc.start]:02x})",
+                "save the file as UTF-8",
+            )
+        ]
+    if "\x00" in text:
+        i = text.index("\x00")
+        line = text.count("\n", 0, i) + 1
+        return None, [
+            _error("LD008", display, line, 1, "the file holds a NUL byte",
+                   "remove the binary content; declarations are text")
+        ]
+    return parse_text(text, display)

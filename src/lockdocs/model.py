@@ -1,0 +1,318 @@
+"""The resolved model: frozen, typed objects with every reference checked.
+
+Built once by `project.build_model` from validated documents; the analysis, the rules and the
+renderers only read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from lockdocs.diagnostics import Location
+
+# --- locks -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KeyText:
+    """hashtextextended / hashtext input: a fixed text, or a prefix and runtime parts."""
+
+    text: str | None = None
+    prefix: str | None = None
+    parts: tuple[str, ...] = ()
+    separator: str = ""
+    seed: int = 0
+    cardinality: int | None = None
+
+    @property
+    def fixed(self) -> bool:
+        return self.text is not None and not self.parts
+
+
+@dataclass(frozen=True)
+class Key:
+    """How an advisory key is built; `value` is the exact bigint when it is computable."""
+
+    construction: str  # hashtextextended | hashtext | constant | int4pair
+    text: KeyText | None = None
+    constant_value: int | None = None
+    constant_bytes: str | None = None
+    constant_name: str | None = None
+    first: KeyText | int | None = None
+    second: KeyText | int | None = None
+    # Derived: the bigint (or for int4pair, None) and the Postgres lock tag when fixed.
+    value: int | None = None
+    pair: tuple[int, int] | None = None
+    tag: tuple[int, int, int] | None = None
+
+    @property
+    def fixed(self) -> bool:
+        return self.tag is not None
+
+    @property
+    def space(self) -> str:
+        return "int4 pair" if self.construction == "int4pair" else "bigint"
+
+    @property
+    def bits(self) -> int:
+        if self.construction == "hashtext":
+            return 32
+        if self.construction == "int4pair":
+            return 64
+        return 64
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str
+    kind: str
+    table: str | None = None
+    mode: str | None = None
+    how: str | None = None
+
+
+@dataclass(frozen=True)
+class Taker:
+    name: str
+    kind: str | None = None
+    mode: str | None = None
+    via: tuple[str, ...] = ()
+    called_by: tuple[str, ...] = ()
+    module: str | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class Lock:
+    id: str
+    title: str
+    kind: str  # advisory | row | table | memory
+    scope: str  # transaction | session
+    location: Location
+    key: Key | None = None
+    table: str | None = None
+    row: str | None = None
+    modes: tuple[tuple[str, str], ...] = ()
+    mode_text: str | None = None
+    options: tuple[str, ...] = ()
+    queue: bool = False
+    referenced_by_foreign_keys: bool = False
+    singleton: bool = False
+    instance_order: str | None = None
+    backends: tuple[Backend, ...] = ()
+    takers: tuple[Taker, ...] = ()
+    serializes: str | None = None
+    notes: str | None = None
+    issues: tuple[int, ...] = ()
+
+    @property
+    def mode_names(self) -> tuple[str, ...]:
+        return tuple(m for m, _ in self.modes)
+
+    @property
+    def default_mode(self) -> str | None:
+        """The mode a step means when it names none: the lock's only declared mode."""
+        if len(self.modes) == 1:
+            return self.modes[0][0]
+        return None
+
+
+@dataclass(frozen=True)
+class TransactionKind:
+    id: str
+    location: Location
+    title: str | None = None
+    opened_by: str | None = None
+    first_lock: str | None = None
+    first_mode: str | None = None
+    isolation: str | None = None
+    lock_timeout: str | None = None  # None: no bound ("none")
+    on_timeout: str | None = None
+    notes: str | None = None
+
+
+# --- paths -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Take:
+    lock: str
+    mode: str
+    location: Location
+    via: tuple[str, ...] = ()
+    note: str | None = None
+    instance: str | None = None
+    again: bool = False
+    order: str | None = None
+    option: str | None = None
+    implicit: str | None = None
+    changes_key: bool = False
+    backend: str | None = None
+
+
+@dataclass(frozen=True)
+class Loop:
+    label: str
+    location: Location
+    steps: tuple[Step, ...]
+    order: str | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class Branches:
+    alternatives: tuple[tuple[str, tuple[Step, ...]], ...]
+    location: Location
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class Run:
+    path: str
+    location: Location
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class Call:
+    name: str
+    location: Location
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class External:
+    name: str
+    location: Location
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class Write:
+    what: str
+    location: Location
+    via: tuple[str, ...] = ()
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class Begin:
+    transaction: str
+    location: Location
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class End:
+    """commit, rollback or leave_open."""
+
+    how: str  # commit | rollback | leave_open
+    location: Location
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class Release:
+    lock: str
+    location: Location
+    via: tuple[str, ...] = ()
+    note: str | None = None
+
+
+Step = Take | Loop | Branches | Run | Call | External | Write | Begin | End | Release
+
+
+@dataclass(frozen=True)
+class Path:
+    id: str
+    title: str
+    group: str
+    file: str
+    location: Location
+    steps: tuple[Step, ...]
+    entry: tuple[str, ...] = ()
+    transaction: str | None = None
+    standalone: bool = True
+    summary: str | None = None
+    notes: str | None = None
+    issues: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Group:
+    title: str
+    file: str
+    order: int
+    paths: tuple[str, ...]
+    intro: str | None = None
+    transaction: str | None = None
+
+
+# --- rules, exceptions, page ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    title: str
+    location: Location
+    check: str | None  # first | before | sorted | scope | order | lock_before_write | None
+    params: tuple[tuple[str, object], ...] = ()
+    text: str | None = None
+    issues: tuple[int, ...] = ()
+
+    def param(self, name: str) -> object:
+        return dict(self.params).get(name)
+
+
+@dataclass(frozen=True)
+class Waiver:
+    """An exception in the declarations (named Waiver to keep clear of Python's Exception)."""
+
+    index: int
+    rule: str
+    why: str
+    location: Location
+    path: str | None = None
+    lock: str | None = None
+    issue: int | None = None
+    title: str | None = None
+
+
+@dataclass(frozen=True)
+class Planned:
+    issue: int
+    title: str
+    affects: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Page:
+    title: str
+    audience: str | None = None
+    summary: str | None = None
+    intro: str | None = None
+    output: str = "database-locks.md"
+    key_intro: str | None = None
+    order_intro: str | None = None
+
+
+@dataclass(frozen=True)
+class Model:
+    root: str
+    page: Page
+    locks: dict[str, Lock]
+    transactions: dict[str, TransactionKind]
+    paths: dict[str, Path]
+    groups: tuple[Group, ...]
+    rules: dict[str, Rule]
+    waivers: tuple[Waiver, ...]
+    planned: tuple[Planned, ...]
+    issue_url: str | None = None
+    checks: dict[str, str] = field(default_factory=dict)
+    files: tuple[str, ...] = ()
+
+    def issue_link(self, number: int) -> str | None:
+        if not self.issue_url:
+            return None
+        return self.issue_url.replace("{number}", str(number))

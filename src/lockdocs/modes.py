@@ -1,0 +1,73 @@
+"""Lock modes per kind and Postgres's conflict tables.
+
+The tables are the documented ones (row locks: Table 13.3; table locks: Table 13.2), and every
+row-lock and advisory cell was verified on a live PostgreSQL 15 server (shared/reference/
+postgres-lock-semantics.md). A transaction never conflicts with itself; these tables speak of two.
+"""
+
+from __future__ import annotations
+
+from lockdocs.schema.definition import ADVISORY_MODES, MEMORY_MODES, ROW_MODES, TABLE_MODES
+
+_BY_KIND: dict[str, list[str]] = {
+    "advisory": ADVISORY_MODES,
+    "row": ROW_MODES,
+    "table": TABLE_MODES,
+    "memory": MEMORY_MODES,
+}
+
+# Row locks, weakest first: the set of held modes each requested mode waits for.
+_ROW_CONFLICTS: dict[str, frozenset[str]] = {
+    "for key share": frozenset({"for update"}),
+    "for share": frozenset({"for no key update", "for update"}),
+    "for no key update": frozenset({"for share", "for no key update", "for update"}),
+    "for update": frozenset(ROW_MODES),
+}
+
+_TABLE_CONFLICTS: dict[str, frozenset[str]] = {
+    "access share": frozenset({"access exclusive"}),
+    "row share": frozenset({"exclusive", "access exclusive"}),
+    "row exclusive": frozenset({"share", "share row exclusive", "exclusive", "access exclusive"}),
+    "share update exclusive": frozenset(
+        {"share update exclusive", "share", "share row exclusive", "exclusive", "access exclusive"}
+    ),
+    "share": frozenset(
+        {"row exclusive", "share update exclusive", "share row exclusive", "exclusive",
+         "access exclusive"}
+    ),
+    "share row exclusive": frozenset(
+        {"row exclusive", "share update exclusive", "share", "share row exclusive", "exclusive",
+         "access exclusive"}
+    ),
+    "exclusive": frozenset(
+        {"row share", "row exclusive", "share update exclusive", "share", "share row exclusive",
+         "exclusive", "access exclusive"}
+    ),
+    "access exclusive": frozenset(TABLE_MODES),
+}
+
+_SHARED_EXCLUSIVE: dict[str, frozenset[str]] = {
+    "shared": frozenset({"exclusive"}),
+    "exclusive": frozenset({"shared", "exclusive"}),
+}
+
+
+def modes_for_kind(kind: str) -> list[str]:
+    return _BY_KIND.get(kind, [])
+
+
+def conflicts(kind: str, requested: str, held: str) -> bool:
+    """Does a request in `requested` mode wait for another transaction holding `held`?"""
+    if kind == "row":
+        table = _ROW_CONFLICTS
+    elif kind == "table":
+        table = _TABLE_CONFLICTS
+    else:
+        table = _SHARED_EXCLUSIVE
+    return held in table.get(requested, frozenset())
+
+
+def strength(kind: str, mode: str) -> int:
+    """Position in the kind's list, weakest first: used to tell an upgrade from a re-take."""
+    modes = modes_for_kind(kind)
+    return modes.index(mode) if mode in modes else 0

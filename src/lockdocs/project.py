@@ -1,0 +1,649 @@
+"""Find the declaration files, load and validate them, and resolve them into one `Model`.
+
+Everything here returns diagnostics instead of raising: a run reports every problem in every
+file at once, sorted, and builds no model when any of them is an error.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path as FsPath
+from typing import Any
+
+from lockdocs import model as m
+from lockdocs.diagnostics import Diagnostic, Location, Severity
+from lockdocs.keys import resolve_key
+from lockdocs.load import Document, read_file
+from lockdocs.modes import modes_for_kind
+
+LOCKS_FILE = "locks.yaml"
+
+
+class RootNotFound(Exception):
+    """No locks.yaml in the folder or above it (a usage error, exit 2)."""
+
+
+def find_root(start: FsPath) -> FsPath:
+    here = start.resolve()
+    for folder in (here, *here.parents):
+        if (folder / LOCKS_FILE).is_file():
+            return folder
+    raise RootNotFound(f"no {LOCKS_FILE} in {here} or any folder above it")
+
+
+def _err(code: str, loc: Location, message: str, hint: str) -> Diagnostic:
+    return Diagnostic(code, Severity.ERROR, message, loc, hint)
+
+
+def _did_you_mean(name: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    if close:
+        return f"did you mean '{close[0]}'?"
+    if not known:
+        return "declare it first"
+    shown = ", ".join(sorted(known)[:8])
+    return f"declared ones: {shown}{', ...' if len(known) > 8 else ''}"
+
+
+def _via(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    return tuple(str(v) for v in value)
+
+
+def load_documents(root: FsPath) -> tuple[Document | None, list[Document], list[Diagnostic]]:
+    """Read locks.yaml and every paths/*.yaml (sorted by name, so disk order never matters)."""
+    from lockdocs.schema.validate import validate  # noqa: PLC0415 - jsonschema is heavy
+
+    diags: list[Diagnostic] = []
+    locks_doc, d = read_file(root / LOCKS_FILE, LOCKS_FILE)
+    diags += d
+    if locks_doc is not None:
+        schema_diags = validate(locks_doc, "locks")
+        diags += schema_diags
+        if schema_diags:
+            locks_doc = None
+    folder_name = "paths"
+    if locks_doc is not None and isinstance(locks_doc.data.get("paths"), str):
+        folder_name = locks_doc.data["paths"]
+    folder = root / folder_name
+    path_docs: list[Document] = []
+    if folder.is_dir():
+        files = sorted(
+            p for p in folder.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()
+        )
+        for f in files:
+            display = f.relative_to(root).as_posix()
+            doc, d = read_file(f, display)
+            diags += d
+            if doc is None:
+                continue
+            schema_diags = validate(doc, "paths")
+            diags += schema_diags
+            if not schema_diags:
+                path_docs.append(doc)
+    return locks_doc, path_docs, diags
+
+
+class _Resolver:
+    def __init__(self, root: FsPath, locks_doc: Document, path_docs: list[Document]) -> None:
+        self.root = root
+        self.ld = locks_doc
+        self.path_docs = path_docs
+        self.diags: list[Diagnostic] = []
+        self.data: dict[str, Any] = locks_doc.data
+
+    def err(self, code: str, loc: Location, message: str, hint: str) -> None:
+        self.diags.append(_err(code, loc, message, hint))
+
+    # -- locks.yaml ----------------------------------------------------------------------------
+
+    def locks(self) -> dict[str, m.Lock]:
+        out: dict[str, m.Lock] = {}
+        for lid, raw in self.data.get("locks", {}).items():
+            base = ("locks", lid)
+            loc = self.ld.loc(base, key=True)
+            kind = raw["kind"]
+            valid = modes_for_kind(kind)
+            modes: list[tuple[str, str]] = []
+            for mode, text in (raw.get("modes") or {}).items():
+                if mode not in valid:
+                    self.err(
+                        "LD006",
+                        self.ld.loc((*base, "modes", mode), key=True),
+                        f"a {kind} lock has no mode '{mode}'",
+                        "modes of a " + kind + " lock: " + ", ".join(valid),
+                    )
+                modes.append((mode, str(text)))
+            if not modes:
+                modes = [(valid[-1], "")]
+            key = None
+            if "key" in raw:
+                if kind != "advisory":
+                    self.err(
+                        "LD003",
+                        self.ld.loc((*base, "key"), key=True),
+                        f"a {kind} lock has no advisory key",
+                        "remove key:, or make the lock kind: advisory",
+                    )
+                else:
+                    key, key_diags = resolve_key(raw["key"], self.ld, (*base, "key"))
+                    self.diags += key_diags
+            elif kind == "advisory":
+                self.err(
+                    "LD003",
+                    loc,
+                    f"advisory lock '{lid}' declares no key",
+                    "add key: with hashtextextended, hashtext, constant or int4pair",
+                )
+            if kind in ("row", "table") and not raw.get("table"):
+                self.err(
+                    "LD003", loc, f"{kind} lock '{lid}' names no table", "add table: schema.name"
+                )
+            scope = raw.get("scope") or ("session" if kind == "memory" else "transaction")
+            singleton = raw.get("singleton")
+            if singleton is None:
+                singleton = bool(key is not None and key.fixed) or kind == "table"
+            takers = []
+            for i, t in enumerate(raw.get("taken_by") or []):
+                tmode = t.get("mode")
+                if tmode and tmode not in valid:
+                    self.err(
+                        "LD006",
+                        self.ld.loc((*base, "taken_by", i, "mode")),
+                        f"a {kind} lock has no mode '{tmode}'",
+                        "modes of a " + kind + " lock: " + ", ".join(valid),
+                    )
+                takers.append(
+                    m.Taker(
+                        name=t["name"],
+                        kind=t.get("kind"),
+                        mode=tmode,
+                        via=_via(t.get("via")),
+                        called_by=tuple(t.get("called_by") or ()),
+                        module=t.get("module"),
+                        note=t.get("note"),
+                    )
+                )
+            backends = tuple(
+                m.Backend(name, b["kind"], b.get("table"), b.get("mode"), b.get("how"))
+                for name, b in (raw.get("backends") or {}).items()
+            )
+            for b in backends:
+                if b.mode and b.mode not in modes_for_kind(b.kind):
+                    self.err(
+                        "LD006",
+                        self.ld.loc((*base, "backends", b.name, "mode")),
+                        f"a {b.kind} lock has no mode '{b.mode}'",
+                        "modes: " + ", ".join(modes_for_kind(b.kind)),
+                    )
+            out[lid] = m.Lock(
+                id=lid,
+                title=raw["title"],
+                kind=kind,
+                scope=scope,
+                location=loc,
+                key=key,
+                table=raw.get("table"),
+                row=raw.get("row"),
+                modes=tuple(modes),
+                mode_text=raw.get("mode_text"),
+                options=tuple(raw.get("options") or ()),
+                queue=bool(raw.get("queue", False)),
+                referenced_by_foreign_keys=bool(raw.get("referenced_by_foreign_keys", False)),
+                singleton=bool(singleton),
+                instance_order=(raw.get("instances") or {}).get("order"),
+                backends=backends,
+                takers=tuple(takers),
+                serializes=raw.get("serializes"),
+                notes=raw.get("notes"),
+                issues=tuple(raw.get("issues") or ()),
+            )
+        return out
+
+    def lock_ref(
+        self, doc: Document, path: tuple[str | int, ...], name: str, locks: dict[str, m.Lock]
+    ) -> bool:
+        if name in locks:
+            return True
+        self.err(
+            "LD004",
+            doc.loc(path),
+            f"unknown lock '{name}'",
+            _did_you_mean(name, list(locks)),
+        )
+        return False
+
+    def mode_ok(
+        self,
+        doc: Document,
+        path: tuple[str | int, ...],
+        lock: m.Lock,
+        mode: str | None,
+    ) -> str:
+        """The mode a reference means; reports a mode the lock's kind (or the lock) lacks."""
+        if mode is None:
+            if lock.default_mode is None:
+                self.err(
+                    "LD006",
+                    doc.loc(path),
+                    f"lock '{lock.id}' is taken in several modes; this step names none",
+                    "add mode: " + " or ".join(lock.mode_names),
+                )
+                return lock.mode_names[0]
+            return lock.default_mode
+        valid = modes_for_kind(lock.kind)
+        if mode not in valid:
+            self.err(
+                "LD006",
+                doc.loc((*path, "mode")),
+                f"a {lock.kind} lock has no mode '{mode}'",
+                f"modes of a {lock.kind} lock: " + ", ".join(valid),
+            )
+        elif mode not in lock.mode_names:
+            self.err(
+                "LD006",
+                doc.loc((*path, "mode")),
+                f"lock '{lock.id}' is not declared with mode '{mode}'",
+                f"add '{mode}' to the modes of lock '{lock.id}' in locks.yaml, or use "
+                + " or ".join(lock.mode_names),
+            )
+        return mode
+
+    def transactions(self, locks: dict[str, m.Lock]) -> dict[str, m.TransactionKind]:
+        out: dict[str, m.TransactionKind] = {}
+        for tid, raw in (self.data.get("transactions") or {}).items():
+            base = ("transactions", tid)
+            first = raw.get("first") or {}
+            first_lock = first.get("lock")
+            first_mode = first.get("mode")
+            if first_lock and self.lock_ref(self.ld, (*base, "first", "lock"), first_lock, locks):
+                first_mode = self.mode_ok(self.ld, (*base, "first"), locks[first_lock], first_mode)
+            timeout = raw.get("lock_timeout")
+            out[tid] = m.TransactionKind(
+                id=tid,
+                location=self.ld.loc(base, key=True),
+                title=raw.get("title"),
+                opened_by=raw.get("opened_by"),
+                first_lock=first_lock,
+                first_mode=first_mode,
+                isolation=raw.get("isolation"),
+                lock_timeout=None if timeout in (None, "none") else timeout,
+                on_timeout=raw.get("on_timeout"),
+                notes=raw.get("notes"),
+            )
+        return out
+
+    # -- paths/ --------------------------------------------------------------------------------
+
+    def steps(
+        self,
+        doc: Document,
+        base: tuple[str | int, ...],
+        raw_steps: list[Any],
+        locks: dict[str, m.Lock],
+        ctx: _PathCtx,
+    ) -> tuple[m.Step, ...]:
+        out: list[m.Step] = []
+        for i, raw in enumerate(raw_steps):
+            p = (*base, i)
+            loc = doc.loc(p)
+            if isinstance(raw, str):
+                out.append(m.End(raw, loc))
+                continue
+            if "take" in raw:
+                name = raw["take"]
+                if not self.lock_ref(doc, (*p, "take"), name, locks):
+                    continue
+                lock = locks[name]
+                mode = self.mode_ok(doc, p, lock, raw.get("mode"))
+                option = raw.get("option")
+                if option and lock.kind != "row":
+                    self.err(
+                        "LD006",
+                        doc.loc((*p, "option")),
+                        f"{option.upper()} applies to row locks only; '{name}' is {lock.kind}",
+                        "advisory locks use pg_try_advisory_*; remove option:",
+                    )
+                out.append(
+                    m.Take(
+                        lock=name,
+                        mode=mode,
+                        location=loc,
+                        via=_via(raw.get("via")),
+                        note=raw.get("note"),
+                        instance=raw.get("instance"),
+                        again=bool(raw.get("again", False)),
+                        order=raw.get("order"),
+                        option=option,
+                        implicit=raw.get("implicit"),
+                        changes_key=bool(raw.get("changes_key", False)),
+                        backend=raw.get("backend"),
+                    )
+                )
+            elif "loop" in raw:
+                out.append(
+                    m.Loop(
+                        label=raw["loop"],
+                        location=loc,
+                        steps=self.steps(doc, (*p, "steps"), raw["steps"], locks, ctx),
+                        order=raw.get("order"),
+                        note=raw.get("note"),
+                    )
+                )
+            elif "branches" in raw:
+                alts = tuple(
+                    (name, self.steps(doc, (*p, "branches", name), steps, locks, ctx))
+                    for name, steps in raw["branches"].items()
+                )
+                out.append(m.Branches(alts, loc, raw.get("note")))
+            elif "run" in raw:
+                ctx.runs.append((raw["run"], doc, (*p, "run")))
+                out.append(m.Run(raw["run"], loc, raw.get("note")))
+            elif "call" in raw:
+                out.append(m.Call(raw["call"], loc, raw.get("note")))
+            elif "external" in raw:
+                out.append(m.External(raw["external"], loc, raw.get("note")))
+            elif "write" in raw:
+                out.append(m.Write(raw["write"], loc, _via(raw.get("via")), raw.get("note")))
+            elif "begin" in raw:
+                ctx.begins.append((raw["begin"], doc, (*p, "begin")))
+                out.append(m.Begin(raw["begin"], loc, raw.get("note")))
+            elif "commit" in raw:
+                out.append(m.End("commit", loc, raw.get("commit") or None))
+            elif "rollback" in raw:
+                out.append(m.End("rollback", loc, raw.get("rollback") or None))
+            elif "leave_open" in raw:
+                out.append(m.End("leave_open", loc, raw.get("leave_open") or None))
+            elif "release" in raw:
+                if self.lock_ref(doc, (*p, "release"), raw["release"], locks):
+                    out.append(
+                        m.Release(raw["release"], loc, _via(raw.get("via")), raw.get("note"))
+                    )
+        return tuple(out)
+
+    def paths(
+        self,
+        locks: dict[str, m.Lock],
+        transactions: dict[str, m.TransactionKind],
+    ) -> tuple[dict[str, m.Path], tuple[m.Group, ...]]:
+        paths: dict[str, m.Path] = {}
+        first_seen: dict[str, Location] = {}
+        groups: list[m.Group] = []
+        ctx = _PathCtx()
+        for doc in self.path_docs:
+            data = doc.data
+            default_tx = data.get("transaction")
+            if default_tx is not None and default_tx not in transactions:
+                self.err(
+                    "LD004",
+                    doc.loc(("transaction",)),
+                    f"unknown transaction kind '{default_tx}'",
+                    _did_you_mean(default_tx, list(transactions)),
+                )
+            ids: list[str] = []
+            for pid, raw in data["paths"].items():
+                loc = doc.loc(("paths", pid), key=True)
+                if pid in first_seen:
+                    self.err(
+                        "LD005",
+                        loc,
+                        f"path id '{pid}' is declared twice (first at {first_seen[pid]})",
+                        "path ids are unique across all files; rename one",
+                    )
+                    continue
+                first_seen[pid] = loc
+                tx = raw.get("transaction", default_tx)
+                if "transaction" in raw and tx not in transactions:
+                    self.err(
+                        "LD004",
+                        doc.loc(("paths", pid, "transaction")),
+                        f"unknown transaction kind '{tx}'",
+                        _did_you_mean(str(tx), list(transactions)),
+                    )
+                steps = self.steps(doc, ("paths", pid, "steps"), raw["steps"], locks, ctx)
+                if not raw["steps"]:
+                    self.err("LD007", loc, f"path '{pid}' has no steps", "list its steps")
+                paths[pid] = m.Path(
+                    id=pid,
+                    title=raw["title"],
+                    group=data["group"],
+                    file=doc.file,
+                    location=loc,
+                    steps=steps,
+                    entry=_via(raw.get("entry")),
+                    transaction=tx,
+                    standalone=bool(raw.get("standalone", True)),
+                    summary=raw.get("summary"),
+                    notes=raw.get("notes"),
+                    issues=tuple(raw.get("issues") or ()),
+                )
+                ids.append(pid)
+            groups.append(
+                m.Group(
+                    title=data["group"],
+                    file=doc.file,
+                    order=int(data.get("order", 1000)),
+                    paths=tuple(ids),
+                    intro=data.get("intro"),
+                    transaction=default_tx,
+                )
+            )
+        for name, doc, p in ctx.runs:
+            if name not in paths:
+                self.err("LD004", doc.loc(p), f"unknown path '{name}'",
+                         _did_you_mean(name, list(paths)))
+        for name, doc, p in ctx.begins:
+            if name not in transactions:
+                self.err("LD004", doc.loc(p), f"unknown transaction kind '{name}'",
+                         _did_you_mean(name, list(transactions)))
+        self._run_cycles(paths)
+        groups.sort(key=lambda g: (g.order, g.file))
+        return paths, tuple(groups)
+
+    def _run_cycles(self, paths: dict[str, m.Path]) -> None:
+        """A path that runs itself, directly or not, would inline forever."""
+        calls: dict[str, list[m.Run]] = {pid: list(_runs(p.steps)) for pid, p in paths.items()}
+        state: dict[str, int] = {}
+
+        def visit(pid: str, stack: list[str]) -> None:
+            state[pid] = 1
+            for r in calls.get(pid, []):
+                if r.path not in paths:
+                    continue
+                if state.get(r.path) == 1:
+                    cycle = [*stack[stack.index(r.path):], r.path] if r.path in stack else [pid]
+                    self.err(
+                        "LD010",
+                        r.location,
+                        "paths run each other in a loop: " + " -> ".join(cycle),
+                        "a path can run another only if that one does not run it back",
+                    )
+                elif r.path not in state:
+                    visit(r.path, [*stack, r.path])
+            state[pid] = 2
+
+        for pid in sorted(paths):
+            if pid not in state:
+                visit(pid, [pid])
+
+    # -- rules and exceptions --------------------------------------------------------------------
+
+    def rules(self, locks: dict[str, m.Lock], transactions: dict[str, m.TransactionKind]) -> dict[str, m.Rule]:
+        out: dict[str, m.Rule] = {}
+        checks = ("first", "before", "sorted", "scope", "order", "lock_before_write")
+        for rid, raw in (self.data.get("rules") or {}).items():
+            base = ("rules", rid)
+            present = [c for c in checks if c in raw]
+            if len(present) > 1:
+                self.err(
+                    "LD003",
+                    self.ld.loc(base, key=True),
+                    f"rule '{rid}' gives several checks: " + ", ".join(present),
+                    "a rule has one check; split it into several rules",
+                )
+            check = present[0] if present else None
+            params: dict[str, Any] = dict(raw[check]) if check else {}
+            if check in ("first", "sorted", "lock_before_write"):
+                self.lock_ref(self.ld, (*base, check, "lock"), params["lock"], locks)
+            if check == "first" and params.get("mode") and params["lock"] in locks:
+                self.mode_ok(self.ld, (*base, check), locks[params["lock"]], params["mode"])
+            if check == "first":
+                for i, t in enumerate(params.get("transactions") or []):
+                    if t not in transactions:
+                        self.err("LD004", self.ld.loc((*base, check, "transactions", i)),
+                                 f"unknown transaction kind '{t}'",
+                                 _did_you_mean(t, list(transactions)))
+            if check == "before":
+                for k in ("first", "then"):
+                    self.lock_ref(self.ld, (*base, check, k), params[k], locks)
+            if check == "order":
+                seen: dict[str, int] = {}
+                for li, level in enumerate(params["levels"]):
+                    for ji, lid in enumerate(level):
+                        p = (*base, check, "levels", li, ji)
+                        if not self.lock_ref(self.ld, p, lid, locks):
+                            continue
+                        if lid in seen:
+                            self.err(
+                                "LD506",
+                                self.ld.loc(p),
+                                f"lock '{lid}' stands in levels {seen[lid] + 1} and {li + 1}",
+                                "a lock has one place in the written order",
+                            )
+                        seen[lid] = li
+                params["levels"] = tuple(tuple(level) for level in params["levels"])
+            for k, v in list(params.items()):
+                if isinstance(v, list):
+                    params[k] = tuple(v)
+            out[rid] = m.Rule(
+                id=rid,
+                title=raw["title"],
+                location=self.ld.loc(base, key=True),
+                check=check,
+                params=tuple(sorted(params.items())),
+                text=raw.get("text"),
+                issues=tuple(raw.get("issues") or ()),
+            )
+        return out
+
+    def waivers(
+        self, rules: dict[str, m.Rule], paths: dict[str, m.Path], locks: dict[str, m.Lock]
+    ) -> tuple[m.Waiver, ...]:
+        from lockdocs.rules.registry import load_all  # noqa: PLC0415 - avoids an import cycle
+
+        REGISTRY = load_all()  # noqa: N806
+
+        out: list[m.Waiver] = []
+        for i, raw in enumerate(self.data.get("exceptions") or []):
+            base = ("exceptions", i)
+            rule = raw["rule"]
+            if rule not in rules and rule not in REGISTRY:
+                self.err(
+                    "LD004",
+                    self.ld.loc((*base, "rule")),
+                    f"unknown rule '{rule}'",
+                    _did_you_mean(rule, [*rules, *REGISTRY]),
+                )
+            pid = raw.get("path")
+            if pid is not None and pid not in paths:
+                self.err(
+                    "LD004",
+                    self.ld.loc((*base, "path")),
+                    f"unknown path '{pid}'",
+                    _did_you_mean(pid, list(paths)),
+                )
+            lid = raw.get("lock")
+            if lid is not None:
+                self.lock_ref(self.ld, (*base, "lock"), lid, locks)
+            out.append(
+                m.Waiver(
+                    index=i,
+                    rule=rule,
+                    why=raw["why"],
+                    location=self.ld.loc(base),
+                    path=pid,
+                    lock=lid,
+                    issue=raw.get("issue"),
+                    title=raw.get("title"),
+                )
+            )
+        return tuple(out)
+
+    def build(self) -> m.Model | None:
+        locks = self.locks()
+        transactions = self.transactions(locks)
+        paths, groups = self.paths(locks, transactions)
+        rules = self.rules(locks, transactions)
+        waivers = self.waivers(rules, paths, locks)
+        page_raw = self.data["page"]
+        planned = tuple(
+            m.Planned(p["issue"], p["title"], tuple(p.get("affects") or ()))
+            for p in self.data.get("planned") or ()
+        )
+        for i, pl in enumerate(planned):
+            for j, a in enumerate(pl.affects):
+                if a not in locks and a not in paths:
+                    self.err("LD004", self.ld.loc(("planned", i, "affects", j)),
+                             f"'{a}' is neither a lock nor a path",
+                             _did_you_mean(a, [*locks, *paths]))
+        if any(d.severity is Severity.ERROR for d in self.diags):
+            return None
+        return m.Model(
+            root=str(self.root),
+            page=m.Page(
+                title=page_raw["title"],
+                audience=page_raw.get("audience"),
+                summary=page_raw.get("summary"),
+                intro=page_raw.get("intro"),
+                output=page_raw.get("output", "database-locks.md"),
+                key_intro=page_raw.get("key_intro"),
+                order_intro=page_raw.get("order_intro"),
+            ),
+            locks=locks,
+            transactions=transactions,
+            paths=paths,
+            groups=groups,
+            rules=rules,
+            waivers=waivers,
+            planned=planned,
+            issue_url=self.data.get("issues"),
+            checks=dict(self.data.get("checks") or {}),
+            files=(LOCKS_FILE, *(d.file for d in self.path_docs)),
+        )
+
+
+class _PathCtx:
+    def __init__(self) -> None:
+        self.runs: list[tuple[str, Document, tuple[str | int, ...]]] = []
+        self.begins: list[tuple[str, Document, tuple[str | int, ...]]] = []
+
+
+def _runs(steps: tuple[m.Step, ...]) -> list[m.Run]:
+    out: list[m.Run] = []
+    for s in steps:
+        if isinstance(s, m.Run):
+            out.append(s)
+        elif isinstance(s, m.Loop):
+            out += _runs(s.steps)
+        elif isinstance(s, m.Branches):
+            for _, alt in s.alternatives:
+                out += _runs(alt)
+    return out
+
+
+def build_model(root: FsPath) -> tuple[m.Model | None, list[Diagnostic]]:
+    """The whole front end: files -> documents -> schema -> resolved model."""
+    locks_doc, path_docs, diags = load_documents(root)
+    if locks_doc is None:
+        return None, diags
+    if not path_docs and not any(d.severity is Severity.ERROR for d in diags):
+        pass  # a project may declare locks before any path
+    resolver = _Resolver(root, locks_doc, path_docs)
+    model = resolver.build()
+    diags += resolver.diags
+    if any(d.severity is Severity.ERROR for d in diags):
+        return None, diags
+    return model, diags

@@ -1,0 +1,44 @@
+"""What every check reads: the model and its flattened events per backend, computed once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from lockdocs import model as m
+from lockdocs.analysis.flatten import Event, backends, flatten
+
+
+@dataclass
+class Context:
+    model: m.Model
+    _events: dict[str | None, list[Event]] = field(default_factory=dict)
+
+    @cached_property
+    def backends(self) -> tuple[str | None, ...]:
+        return backends(self.model)
+
+    def events(self, backend: str | None) -> list[Event]:
+        if backend not in self._events:
+            self._events[backend] = flatten(self.model, backend)
+        return self._events[backend]
+
+    @cached_property
+    def all_events(self) -> list[Event]:
+        """Events of every backend; an event seen on two backends appears once."""
+        seen: set[Event] = set()
+        out: list[Event] = []
+        for b in self.backends:
+            for ev in self.events(b):
+                if ev not in seen:
+                    seen.add(ev)
+                    out.append(ev)
+        return out
+
+    def lock_kind(self, lock_id: str, backend: str | None) -> str:
+        lock = self.model.locks[lock_id]
+        if backend:
+            for b in lock.backends:
+                if b.name == backend:
+                    return b.kind
+        return lock.kind

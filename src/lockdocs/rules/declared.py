@@ -1,0 +1,3 @@
+"""Rules (filled in below)."""
+
+from __future__ import annotations

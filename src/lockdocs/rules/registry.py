@@ -1,0 +1,90 @@
+"""Every rule's code, name, default severity and documentation, in one table.
+
+A rule is registered where its check lives (`@rule(...)` on the function); the documentation
+(What it does / Why it matters / Example / Use instead) is data here, so the rules reference page
+is generated and every Example is run by the tests to prove it triggers its rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from lockdocs.diagnostics import Diagnostic, Severity
+
+if TYPE_CHECKING:
+    from lockdocs.rules.context import Context
+
+Check = Callable[["Context"], Iterable[Diagnostic]]
+
+
+@dataclass(frozen=True)
+class RuleInfo:
+    code: str
+    name: str
+    severity: Severity
+    summary: str
+    what: str
+    why: str
+    # The example: files (name -> text) of a project that triggers the rule.
+    example: dict[str, str] = field(default_factory=dict)
+    use_instead: dict[str, str] = field(default_factory=dict)
+    check: Check | None = None
+    family: str = ""
+
+
+REGISTRY: dict[str, RuleInfo] = {}
+
+FAMILIES = {
+    "LD0": "Declarations (the files themselves)",
+    "LD1": "Advisory keys",
+    "LD2": "Lock order",
+    "LD3": "Practice",
+    "LD4": "Exceptions",
+    "LD5": "Declared rules",
+    "LD6": "Generated docs",
+}
+
+
+def register(info: RuleInfo) -> RuleInfo:
+    if info.code in REGISTRY:  # pragma: no cover - a programming error caught by the tests
+        raise ValueError(f"rule {info.code} registered twice")
+    info = RuleInfo(**{**info.__dict__, "family": FAMILIES[info.code[:3]]})
+    REGISTRY[info.code] = info
+    return info
+
+
+def rule(
+    code: str,
+    name: str,
+    severity: Severity,
+    *,
+    summary: str,
+    what: str,
+    why: str,
+    example: dict[str, str] | None = None,
+    use_instead: dict[str, str] | None = None,
+) -> Callable[[Check], Check]:
+    def deco(fn: Check) -> Check:
+        register(
+            RuleInfo(code, name, severity, summary, what, why, example or {}, use_instead or {},
+                     fn)
+        )
+        return fn
+
+    return deco
+
+
+def load_all() -> dict[str, RuleInfo]:
+    """Import every rule module so the registry is complete."""
+    from lockdocs.rules import (  # noqa: F401, PLC0415 - imported for their registrations
+        declarations,
+        declared,
+        keyrules,
+        ordering,
+        practice,
+        waivers,
+    )
+
+    return dict(sorted(REGISTRY.items()))

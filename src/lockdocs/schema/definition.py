@@ -1,0 +1,537 @@
+"""The JSON Schema (draft 2020-12) of `locks.yaml` and of each `paths/*.yaml`, built in code.
+
+Written once here so both shipped schema files, the format reference page and the editor
+completion come from one source; `tests/test_schema.py` keeps the shipped JSON files equal to it
+and the model in step with it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
+ID_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
+
+ADVISORY_MODES = ["shared", "exclusive"]
+ROW_MODES = ["for key share", "for share", "for no key update", "for update"]
+TABLE_MODES = [
+    "access share",
+    "row share",
+    "row exclusive",
+    "share update exclusive",
+    "share",
+    "share row exclusive",
+    "exclusive",
+    "access exclusive",
+]
+MEMORY_MODES = ["shared", "exclusive"]
+ALL_MODES = sorted(set(ADVISORY_MODES + ROW_MODES + TABLE_MODES + MEMORY_MODES))
+KINDS = ["advisory", "row", "table", "memory"]
+
+
+def _s(desc: str, **kw: Any) -> dict[str, Any]:
+    return {"type": "string", "description": desc, **kw}
+
+
+def _obj(desc: str, props: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "type": "object",
+        "description": desc,
+        "properties": props,
+        "additionalProperties": False,
+    }
+    if required:
+        out["required"] = required
+    return out
+
+
+def _strings(desc: str) -> dict[str, Any]:
+    return {"type": "array", "description": desc, "items": {"type": "string"}}
+
+
+def _issues(desc: str = "Issue numbers that track this item.") -> dict[str, Any]:
+    return {"type": "array", "description": desc, "items": {"type": "integer", "minimum": 1}}
+
+
+VIA = {
+    "description": (
+        "The function, query or SQL function through which the lock is taken; a list is a chain "
+        "of calls, outermost first (settlePool -> LockPools -> LockResourcePool)."
+    ),
+    "oneOf": [
+        {"type": "string", "minLength": 1},
+        {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1},
+    ],
+}
+
+KEY_TEXT = _obj(
+    "A hashed key: a fixed text, or a prefix followed by runtime parts.",
+    {
+        "text": _s("A fixed name hashed as it stands; the key is then one value for the database."),
+        "prefix": _s("The family prefix written before the runtime parts, e.g. 'lifecycle:'."),
+        "parts": _strings("The runtime values joined after the prefix, in order (prose names)."),
+        "separator": _s("The text written between parts (e.g. ':'); none by default."),
+        "seed": {"type": "integer", "description": "The seed of hashtextextended; 0 by default."},
+        "cardinality": {
+            "type": "integer",
+            "minimum": 1,
+            "description": "How many distinct keys the family may hold at once; gives collision odds.",
+        },
+    },
+)
+
+KEY = {
+    "description": (
+        "How the advisory key is built. Exactly one of: hashtextextended, hashtext (32-bit, "
+        "widened to bigint), constant (a bigint, given as a number or as the bytes of a string), "
+        "or int4pair (the separate two-int4 key space)."
+    ),
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "hashtextextended": KEY_TEXT,
+        "hashtext": KEY_TEXT,
+        "constant": _obj(
+            "A literal bigint key.",
+            {
+                "value": {"type": "integer", "description": "The key as a number."},
+                "bytes": _s("The key as the big-endian bytes of this ASCII string (at most 8)."),
+                "name": _s("The name of the constant in the code, e.g. registryAllocationLock."),
+            },
+        ),
+        "int4pair": _obj(
+            "The two-int4 form pg_advisory_xact_lock(int, int): a key space apart from bigints.",
+            {
+                "first": {
+                    "description": "The first int4: a number, or a hashtext key.",
+                    "oneOf": [{"type": "integer"}, {"$ref": "#/$defs/key_text"}],
+                },
+                "second": {
+                    "description": "The second int4: a number, or a hashtext key.",
+                    "oneOf": [{"type": "integer"}, {"$ref": "#/$defs/key_text"}],
+                },
+            },
+            ["first", "second"],
+        ),
+    },
+    "minProperties": 1,
+    "maxProperties": 1,
+}
+
+TAKER = _obj(
+    "Code that takes the lock.",
+    {
+        "name": _s("The function, query, SQL function or transaction kind."),
+        "kind": _s(
+            "What the taker is.",
+            enum=["function", "query", "sql-function", "statement", "transaction-kind"],
+        ),
+        "mode": _s("The mode this taker takes.", enum=ALL_MODES),
+        "via": VIA,
+        "called_by": _strings("Callers of this taker that the page should name."),
+        "module": _s("Where the taker lives (a package or file)."),
+        "note": _s("Anything a reader needs to know about this taker."),
+    },
+    ["name"],
+)
+
+BACKEND = _obj(
+    "The lock as it is on one database backend.",
+    {
+        "kind": _s("The lock's kind on this backend.", enum=KINDS),
+        "table": _s("The table, for a row lock."),
+        "mode": _s("The mode taken on this backend.", enum=ALL_MODES),
+        "how": _s("How the code takes it there (e.g. get_lockset(\"instances\"))."),
+    },
+    ["kind"],
+)
+
+LOCK = _obj(
+    "One lock class: a family of locks that share a key shape or a table.",
+    {
+        "title": _s("The lock's name on the page."),
+        "kind": _s(
+            "advisory (pg_advisory_*), row (FOR UPDATE and implicit row locks), table (LOCK "
+            "TABLE) or memory (an in-process lock).",
+            enum=KINDS,
+        ),
+        "scope": _s(
+            "transaction (released at commit or rollback) or session (held until released).",
+            enum=["transaction", "session"],
+        ),
+        "key": {"$ref": "#/$defs/key"},
+        "table": _s("The table of a row or table lock."),
+        "row": _s("What one locked row stands for."),
+        "modes": {
+            "type": "object",
+            "description": "The modes the lock is taken in, each with who takes it that way.",
+            "propertyNames": {"enum": ALL_MODES},
+            "additionalProperties": {"type": "string"},
+        },
+        "mode_text": _s("The Mode column of the page, when the modes need words of their own."),
+        "options": {
+            "type": "array",
+            "description": "Row-lock options used with this lock.",
+            "items": {"enum": ["nowait", "skip locked"]},
+        },
+        "queue": {
+            "type": "boolean",
+            "description": "The rows form a work queue claimed with SKIP LOCKED.",
+        },
+        "referenced_by_foreign_keys": {
+            "type": "boolean",
+            "description": "Other tables reference this row through foreign keys.",
+        },
+        "singleton": {
+            "type": "boolean",
+            "description": (
+                "One lock for the whole database (derived for fixed and constant keys); only a "
+                "singleton can keep two transactions apart as a gate."
+            ),
+        },
+        "instances": _obj(
+            "How several instances of the lock are taken in one transaction.",
+            {"order": _s("The one declared order, e.g. 'ascending pool_id'.")},
+        ),
+        "backends": {
+            "type": "object",
+            "description": "The lock per database backend, when it differs (SQLite vs Postgres).",
+            "additionalProperties": {"$ref": "#/$defs/backend"},
+        },
+        "taken_by": {"type": "array", "description": "Who takes the lock.", "items": TAKER},
+        "serializes": _s("What the lock serializes, in prose."),
+        "notes": _s("Further prose shown in the lock's own section."),
+        "issues": _issues(),
+    },
+    ["title", "kind"],
+)
+
+TRANSACTION = _obj(
+    "A kind of transaction: how it is opened and what bounds its lock waits.",
+    {
+        "title": _s("The kind's name in the code, e.g. entitlements.Materializing."),
+        "opened_by": _s("The helper that opens it, e.g. BeginMaterializing."),
+        "first": _obj(
+            "The lock the kind takes as its first statement.",
+            {"lock": _s("A lock id."), "mode": _s("The mode.", enum=ALL_MODES)},
+            ["lock"],
+        ),
+        "isolation": _s(
+            "The isolation level.",
+            enum=["read committed", "repeatable read", "serializable"],
+        ),
+        "lock_timeout": _s(
+            "The bound on each lock wait, e.g. '5s', or 'none' (waits until the context ends).",
+            pattern=r"^(none|[0-9]+(ms|s|min))$",
+        ),
+        "on_timeout": _s("What a wait past the bound surfaces as (e.g. SQLSTATE 55P03)."),
+        "notes": _s("Further prose."),
+    },
+)
+
+RULE = _obj(
+    "An invariant every path keeps. Give exactly one check, or none for a rule the tool cannot check.",
+    {
+        "title": _s("One line naming the rule."),
+        "text": _s("The rule in prose, as the page shows it."),
+        "first": _obj(
+            "The lock a transaction must take first.",
+            {
+                "lock": _s("A lock id."),
+                "mode": _s("The mode.", enum=ALL_MODES),
+                "when_writes": _strings("Only transactions that write one of these."),
+                "transactions": _strings("Only transactions of these kinds."),
+            },
+            ["lock"],
+        ),
+        "before": _obj(
+            "In one transaction, lock `first` is taken before lock `then`, never after.",
+            {"first": _s("A lock id."), "then": _s("A lock id.")},
+            ["first", "then"],
+        ),
+        "sorted": _obj(
+            "Several instances of the lock in one transaction follow its declared order.",
+            {"lock": _s("A lock id.")},
+            ["lock"],
+        ),
+        "scope": _obj(
+            "Every lock of a kind has this scope.",
+            {
+                "kind": _s("A lock kind.", enum=KINDS),
+                "scope": _s("The scope.", enum=["transaction", "session"]),
+            },
+            ["kind", "scope"],
+        ),
+        "order": _obj(
+            "A global written order: a lock may be taken only while holding locks of earlier levels.",
+            {
+                "levels": {
+                    "type": "array",
+                    "description": "Levels, first to last; each a list of lock ids.",
+                    "items": {"type": "array", "items": {"type": "string"}},
+                }
+            },
+            ["levels"],
+        ),
+        "lock_before_write": _obj(
+            "A write happens only while the lock is held.",
+            {"lock": _s("A lock id."), "writes": _strings("Write names the rule covers.")},
+            ["lock", "writes"],
+        ),
+        "issues": _issues(),
+    },
+    ["title"],
+)
+
+EXCEPTION = _obj(
+    "A known deviation of a path from a rule: the finding it matches is reported as waived.",
+    {
+        "rule": _s("A declared rule id or a check code (e.g. LD202)."),
+        "path": _s("The path id the deviation is in."),
+        "lock": _s("Narrows the waiver to findings about this lock."),
+        "issue": {"type": "integer", "minimum": 1, "description": "The issue that tracks it."},
+        "title": _s("One line for the page."),
+        "why": _s("Why it is safe, or what is planned."),
+    },
+    ["rule", "why"],
+)
+
+PAGE = _obj(
+    "The generated page.",
+    {
+        "title": _s("The page title."),
+        "audience": _s("Who the page is for."),
+        "summary": _s("One sentence under the title."),
+        "intro": _s("Prose before the tables (Markdown)."),
+        "output": _s("The page's file under docs/, e.g. database-locks.md.", pattern=r"^[A-Za-z0-9_./-]+\.md$"),
+        "key_intro": _s("Prose before the key constructions."),
+        "order_intro": _s("Prose before the paths."),
+    },
+    ["title"],
+)
+
+PLANNED = _obj(
+    "Planned work the page names.",
+    {
+        "issue": {"type": "integer", "minimum": 1, "description": "The issue number."},
+        "title": _s("What the work does."),
+        "affects": _strings("Lock ids or path ids the work changes."),
+    },
+    ["issue", "title"],
+)
+
+CHECKS = {
+    "type": "object",
+    "description": "Severity per check code: error, warning, info or off.",
+    "propertyNames": {"pattern": "^LD[0-9]{3}$"},
+    "additionalProperties": {"enum": ["error", "warning", "info", "off"]},
+}
+
+
+def _step_schema() -> dict[str, Any]:
+    steps = {"type": "array", "description": "Steps in order.", "items": {"$ref": "#/$defs/step"}}
+    take = _obj(
+        "Take a lock (or take it again).",
+        {
+            "take": _s("A lock id."),
+            "mode": _s("The mode; the lock's only mode when omitted.", enum=ALL_MODES),
+            "via": VIA,
+            "note": _s("A note for the reader."),
+            "instance": _s("Names the instance when a path takes two distinct ones outside a loop."),
+            "again": {
+                "type": "boolean",
+                "description": "Inside a loop: the instance already held (the same row), not a new one.",
+            },
+            "order": _s("The order this take follows relative to earlier instances."),
+            "option": _s("nowait or skip locked.", enum=["nowait", "skip locked"]),
+            "implicit": _s("The statement that takes the lock implicitly (UPDATE, DELETE, a foreign-key check)."),
+            "changes_key": {
+                "type": "boolean",
+                "description": "The statement changes a key column or deletes, so FOR UPDATE is needed.",
+            },
+            "backend": _s("Only on this backend."),
+        },
+        ["take"],
+    )
+    loop = _obj(
+        "Repeat steps for several instances.",
+        {
+            "loop": _s("What is looped over, e.g. 'each carrying pool'."),
+            "order": _s("The order of the iterations; compared with each lock's declared order."),
+            "note": _s("A note."),
+            "steps": steps,
+        },
+        ["loop", "steps"],
+    )
+    branches = _obj(
+        "Alternatives; exactly one runs.",
+        {
+            "branches": {
+                "type": "object",
+                "description": "Each alternative's name and its steps.",
+                "additionalProperties": steps,
+                "minProperties": 1,
+            },
+            "note": _s("A note."),
+        },
+        ["branches"],
+    )
+    run = _obj(
+        "Run another declared path inline, in this transaction.",
+        {"run": _s("A path id."), "note": _s("A note.")},
+        ["run"],
+    )
+    call = _obj(
+        "A call that takes no lock of its own, or a step to name for the reader.",
+        {"call": _s("What is called."), "note": _s("A note.")},
+        ["call"],
+    )
+    external = _obj(
+        "A network call outside the database.",
+        {"external": _s("The call, e.g. 'Stripe: read the subscription'."), "note": _s("A note.")},
+        ["external"],
+    )
+    write = _obj(
+        "A write the rules care about.",
+        {
+            "write": _s("What is written, e.g. 'positions'."),
+            "via": VIA,
+            "note": _s("A note."),
+        },
+        ["write"],
+    )
+    begin = _obj(
+        "Open a new transaction (after a commit, or as a second one).",
+        {"begin": _s("A transaction kind id."), "note": _s("A note.")},
+        ["begin"],
+    )
+    commit = _obj(
+        "End the transaction: commit, roll back, or return with it left open.",
+        {
+            "commit": _s("A note on the commit (may be empty)."),
+        },
+        ["commit"],
+    )
+    rollback = _obj("Roll back.", {"rollback": _s("A note.")}, ["rollback"])
+    leave_open = _obj(
+        "Return with the transaction still open; its locks stay held through later steps.",
+        {"leave_open": _s("Who ends it and when.")},
+        ["leave_open"],
+    )
+    release = _obj(
+        "Release a session-scoped or in-memory lock.",
+        {"release": _s("A lock id."), "via": VIA, "note": _s("A note.")},
+        ["release"],
+    )
+    return {
+        "description": "One step of a path: a mapping named by its first key, or commit / rollback.",
+        "oneOf": [
+            {"enum": ["commit", "rollback"], "description": "End the transaction."},
+            take, loop, branches, run, call, external, write, begin, commit, rollback,
+            leave_open, release,
+        ],
+    }
+
+
+PATH = _obj(
+    "One code path: the locks it takes, in order.",
+    {
+        "title": _s("The path's name on the page."),
+        "entry": VIA,
+        "transaction": _s("The transaction kind it runs in; the file's default when omitted."),
+        "standalone": {
+            "type": "boolean",
+            "description": "false for a path that only runs inside others (through run:).",
+        },
+        "summary": _s("Prose shown before the steps."),
+        "notes": _s("Prose shown after the steps."),
+        "issues": _issues(),
+        "steps": {"type": "array", "description": "Steps in order.", "items": {"$ref": "#/$defs/step"}},
+    },
+    ["title", "steps"],
+)
+
+
+def _defs() -> dict[str, Any]:
+    return {
+        "key": KEY,
+        "key_text": KEY_TEXT,
+        "backend": BACKEND,
+        "step": _step_schema(),
+        "id": {"type": "string", "pattern": ID_PATTERN, "description": "A short slug id."},
+    }
+
+
+def locks_schema() -> dict[str, Any]:
+    return {
+        "$schema": DRAFT,
+        "$id": "https://lockdocs.invalid/schema/locks.schema.json",
+        "title": "lockdocs locks.yaml",
+        "description": "The locks, transaction kinds, rules and exceptions of one application.",
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["lockdocs", "page", "locks"],
+        "properties": {
+            "lockdocs": {"const": 1, "description": "The format version; 1."},
+            "page": PAGE,
+            "issues": _s(
+                "A link template for issue numbers, with {number}.",
+                pattern=r"\{number\}",
+            ),
+            "checks": CHECKS,
+            "paths": _s("The folder of path files, relative to locks.yaml; paths/ by default."),
+            "transactions": {
+                "type": "object",
+                "description": "Transaction kinds by id.",
+                "propertyNames": {"pattern": ID_PATTERN},
+                "additionalProperties": TRANSACTION,
+            },
+            "locks": {
+                "type": "object",
+                "description": "Lock classes by id.",
+                "propertyNames": {"pattern": ID_PATTERN},
+                "additionalProperties": LOCK,
+                "minProperties": 1,
+            },
+            "rules": {
+                "type": "object",
+                "description": "Rules every path keeps, by id.",
+                "propertyNames": {"pattern": ID_PATTERN},
+                "additionalProperties": RULE,
+            },
+            "exceptions": {
+                "type": "array",
+                "description": "Known deviations, each matching one finding or more.",
+                "items": EXCEPTION,
+            },
+            "planned": {"type": "array", "description": "Planned work.", "items": PLANNED},
+        },
+        "$defs": _defs(),
+    }
+
+
+def paths_schema() -> dict[str, Any]:
+    return {
+        "$schema": DRAFT,
+        "$id": "https://lockdocs.invalid/schema/paths.schema.json",
+        "title": "lockdocs path file",
+        "description": "One group of paths: the order each takes its locks.",
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["group", "paths"],
+        "properties": {
+            "lockdocs": {"const": 1, "description": "The format version; 1."},
+            "group": _s("The group's title on the page."),
+            "order": {"type": "integer", "description": "Where the group stands on the page (ascending)."},
+            "intro": _s("Prose before the group's paths."),
+            "transaction": _s("The default transaction kind of the paths in this file."),
+            "paths": {
+                "type": "object",
+                "description": "Paths by id; ids are unique across all files.",
+                "propertyNames": {"pattern": ID_PATTERN},
+                "additionalProperties": PATH,
+                "minProperties": 1,
+            },
+        },
+        "$defs": _defs(),
+    }

@@ -1,0 +1,147 @@
+"""Validate loaded documents against the JSON Schema and turn errors into located diagnostics.
+
+jsonschema reports a JSON path only; `Document.loc` maps it back to the YAML line. A step is a
+`oneOf` of many shapes, whose raw error says nothing useful, so the step's own key picks the
+branch whose errors are reported.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+from typing import Any
+
+from lockdocs.diagnostics import Diagnostic, Severity
+from lockdocs.load import Document
+from lockdocs.schema.definition import locks_schema, paths_schema
+
+STEP_KEYS = (
+    "take", "loop", "branches", "run", "call", "external", "write", "begin", "commit",
+    "rollback", "leave_open", "release",
+)
+
+
+@functools.cache
+def _validator(kind: str) -> Any:
+    import jsonschema  # noqa: PLC0415 - heavy import kept off the start-up path
+
+    schema = locks_schema() if kind == "locks" else paths_schema()
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+def _leaf_errors(error: Any) -> list[Any]:
+    """Descend a oneOf at a step into the branch its key names."""
+    if error.validator != "oneOf" or not error.context:
+        return [error]
+    inst = error.instance
+    subschemas = error.schema.get("oneOf", [])
+    if isinstance(inst, dict):
+        present = [k for k in STEP_KEYS if k in inst]
+        if len(present) == 1:
+            for i, sub in enumerate(subschemas):
+                if present[0] in sub.get("properties", {}):
+                    subs = [e for e in error.context if e.relative_schema_path[0] == i]
+                    out: list[Any] = []
+                    for e in subs:
+                        out.extend(_leaf_errors(e))
+                    return out or [error]
+    return [error]
+
+
+def _describe(error: Any, doc: Document) -> Diagnostic:
+    path = tuple(error.absolute_path)
+    validator = error.validator
+    inst = error.instance
+    on_key = False
+    hint = "see the format reference (lockdocs schema)"
+    if validator == "additionalProperties":
+        allowed = sorted(error.schema.get("properties", {}))
+        extras = [k for k in inst if k not in error.schema.get("properties", {})]
+        bad = extras[0] if extras else "?"
+        path = (*path, bad)
+        on_key = True
+        message = f"unknown field '{bad}'"
+        close = difflib.get_close_matches(bad, allowed, n=1)
+        if close:
+            hint = f"did you mean '{close[0]}'?"
+        else:
+            hint = "allowed here: " + ", ".join(allowed)
+    elif validator == "required":
+        missing = [k for k in error.validator_value if k not in inst]
+        message = f"missing required field '{missing[0] if missing else '?'}'"
+        hint = f"add '{missing[0] if missing else '?'}:' here"
+    elif validator == "type":
+        want = error.validator_value
+        message = f"expected {want}, found {_type_name(inst)}"
+        hint = f"write a {want} here"
+    elif validator == "enum":
+        choices = ", ".join(str(c) for c in error.validator_value)
+        message = f"'{inst}' is not one of the allowed values"
+        close = difflib.get_close_matches(str(inst), [str(c) for c in error.validator_value], n=1)
+        hint = f"did you mean '{close[0]}'?" if close else f"use one of: {choices}"
+    elif validator == "const":
+        message = f"expected {error.validator_value!r}, found {inst!r}"
+        hint = f"write {error.validator_value!r}"
+    elif validator == "pattern":
+        message = f"'{inst}' does not have the expected form"
+        if path and path[-1] == "lock_timeout":
+            hint = "write a duration such as 5s, 500ms or 2min, or none"
+        elif path and path[-1] == "issues":
+            hint = "the template needs {number} where the issue number goes"
+        else:
+            hint = "ids are lower-case slugs: letters, digits, '.', '_' and '-'"
+    elif validator == "propertyNames":
+        message = f"'{inst}' has a key that is not allowed here"
+        hint = "ids are lower-case slugs: letters, digits, '.', '_' and '-'"
+    elif validator in ("minProperties", "minItems"):
+        message = "this must not be empty"
+        hint = "add at least one entry, or remove the field"
+    elif validator == "maxProperties":
+        message = "only one of these may be given: " + ", ".join(sorted(inst))
+        hint = "keep exactly one"
+    elif validator == "oneOf" and isinstance(inst, dict) and path and "steps" in path:
+        present = [k for k in STEP_KEYS if k in inst]
+        if not present:
+            message = "a step needs one of: " + ", ".join(STEP_KEYS)
+            keys = list(inst)
+            close = difflib.get_close_matches(str(keys[0]), STEP_KEYS, n=1) if keys else []
+            hint = f"did you mean '{close[0]}'?" if close else "start the step with take:"
+            if keys:
+                path = (*path, keys[0])
+                on_key = True
+        else:
+            message = "a step has one kind; found " + ", ".join(present)
+            hint = "split it into one step each"
+    elif validator == "oneOf":
+        message = f"{_type_name(inst)} is not valid here"
+        hint = error.schema.get("description", hint)
+    else:
+        message = error.message
+    if not on_key and path and validator in ("enum", "const") and isinstance(path[-1], str):
+        pass
+    return Diagnostic("LD003", Severity.ERROR, message, doc.loc(path, key=on_key), hint)
+
+
+def validate(doc: Document, kind: str) -> list[Diagnostic]:
+    """All schema errors of one document, located."""
+    out: list[Diagnostic] = []
+    for error in _validator(kind).iter_errors(doc.data):
+        for leaf in _leaf_errors(error):
+            out.append(_describe(leaf, doc))
+    return out
