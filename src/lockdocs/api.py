@@ -26,7 +26,7 @@ class CheckResult:
 
 
 def load(root: Path) -> tuple[m.Model | None, list[Diagnostic]]:
-    from lockdocs.project import build_model  # noqa: PLC0415
+    from lockdocs.project import build_model
 
     model, diags = build_model(root)
     return model, sort_diagnostics(diags)
@@ -34,10 +34,10 @@ def load(root: Path) -> tuple[m.Model | None, list[Diagnostic]]:
 
 def analyse(model: m.Model) -> list[Diagnostic]:
     """Run every registered check, then exceptions, then severity settings."""
-    from lockdocs.config import apply_overrides, severity_overrides  # noqa: PLC0415
-    from lockdocs.rules.context import Context  # noqa: PLC0415
-    from lockdocs.rules.registry import load_all  # noqa: PLC0415
-    from lockdocs.rules.waivers import apply_waivers  # noqa: PLC0415
+    from lockdocs.config import apply_overrides, severity_overrides
+    from lockdocs.rules.context import Context
+    from lockdocs.rules.registry import load_all
+    from lockdocs.rules.waivers import apply_waivers
 
     registry = load_all()
     ctx = Context(model)
@@ -62,7 +62,7 @@ def check(root: Path, *, drift: bool = True) -> CheckResult:
     result = CheckResult(sort_diagnostics(diags + found), model)
     if drift:
         try:
-            from lockdocs.render.build import drift_diffs  # noqa: PLC0415
+            from lockdocs.render.build import drift_diffs
         except ImportError:  # rendering not installed in this build
             return result
         result.drift = drift_diffs(model, result.diagnostics)

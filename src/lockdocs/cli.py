@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -24,14 +24,14 @@ app = typer.Typer(
 )
 
 
-class Format(str, Enum):
+class Format(StrEnum):
     text = "text"
     json = "json"
     github = "github"
     sarif = "sarif"
 
 
-class ExportFormat(str, Enum):
+class ExportFormat(StrEnum):
     json = "json"
 
 
@@ -47,7 +47,7 @@ FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format
 
 
 def _root(root: Path | None) -> Path:
-    from lockdocs.project import RootNotFound, find_root  # noqa: PLC0415
+    from lockdocs.project import RootNotFound, find_root
 
     try:
         if root is not None:
@@ -57,17 +57,18 @@ def _root(root: Path | None) -> Path:
         return find_root(Path.cwd())
     except RootNotFound as exc:
         typer.echo(f"lockdocs: {exc}", err=True)
-        typer.echo("hint: run it inside a project, pass --root DIR, or start one with "
-                   "'lockdocs init'", err=True)
+        typer.echo(
+            "hint: run it inside a project, pass --root DIR, or start one with 'lockdocs init'",
+            err=True,
+        )
         raise typer.Exit(2) from None
 
 
 def _emit(diags: list, fmt: Format, summary: str) -> None:  # type: ignore[type-arg]
-    from lockdocs.report import REPORTERS  # noqa: PLC0415
+    from lockdocs.report import REPORTERS
 
     out = REPORTERS[fmt.value](diags, summary)
-    stream = sys.stdout if fmt is not Format.text or not diags else sys.stdout
-    stream.write(out)
+    sys.stdout.write(out)
 
 
 def _summary(diags: list) -> str:  # type: ignore[type-arg]
@@ -78,8 +79,10 @@ def _summary(diags: list) -> str:  # type: ignore[type-arg]
             waived += 1
             continue
         counts[d.severity.value] = counts.get(d.severity.value, 0) + 1
-    parts = [f"{counts.get(s, 0)} {s}{'s' if counts.get(s, 0) != 1 else ''}"
-             for s in ("error", "warning", "info")]
+    parts = [
+        f"{counts.get(s, 0)} {s}{'s' if counts.get(s, 0) != 1 else ''}"
+        for s in ("error", "warning", "info")
+    ]
     parts = [p.replace("infos", "info") for p in parts]
     return ", ".join(parts) + f", {waived} waived"
 
@@ -87,25 +90,32 @@ def _summary(diags: list) -> str:  # type: ignore[type-arg]
 @app.command()
 def validate(root: RootOpt = None, fmt: FormatOpt = Format.text) -> None:
     """Load and validate the declarations (format and references only)."""
-    from lockdocs.api import load  # noqa: PLC0415
+    from lockdocs.api import load
 
     base = _root(root)
     model, diags = load(base)
     if model is None:
         _emit(diags, fmt, "the declarations are not valid")
         raise typer.Exit(2)
-    _emit(diags, fmt, f"ok: {len(model.locks)} locks, {len(model.paths)} paths "
-                      f"in {len(model.files)} files" if fmt is Format.text else "ok")
+    _emit(
+        diags,
+        fmt,
+        f"ok: {len(model.locks)} locks, {len(model.paths)} paths in {len(model.files)} files"
+        if fmt is Format.text
+        else "ok",
+    )
 
 
 @app.command()
 def check(
     root: RootOpt = None,
     fmt: FormatOpt = Format.text,
-    no_drift: Annotated[bool, typer.Option("--no-drift", help="Skip the generated-docs comparison.")] = False,
+    no_drift: Annotated[
+        bool, typer.Option("--no-drift", help="Skip the generated-docs comparison.")
+    ] = False,
 ) -> None:
     """Check the declarations: keys, lock order, rules, exceptions, and drift of the docs."""
-    from lockdocs.api import check as run_check  # noqa: PLC0415
+    from lockdocs.api import check as run_check
 
     base = _root(root)
     result = run_check(base, drift=not no_drift)
@@ -124,12 +134,14 @@ def check(
 @app.command()
 def export(
     root: RootOpt = None,
-    fmt: Annotated[ExportFormat, typer.Option("--format", "-f", help="Export format.")] = ExportFormat.json,
+    fmt: Annotated[
+        ExportFormat, typer.Option("--format", "-f", help="Export format.")
+    ] = ExportFormat.json,
 ) -> None:
     """Print the resolved model (locks, transactions, paths with acquisitions, rules, exceptions)."""
-    from lockdocs.api import load  # noqa: PLC0415
-    from lockdocs.export import export_json  # noqa: PLC0415
-    from lockdocs.report import REPORTERS  # noqa: PLC0415
+    from lockdocs.api import load
+    from lockdocs.export import export_json
+    from lockdocs.report import REPORTERS
 
     base = _root(root)
     model, diags = load(base)
@@ -144,7 +156,7 @@ def schema(
     kind: Annotated[str, typer.Argument(help="locks or paths")] = "locks",
 ) -> None:
     """Print the JSON Schema of locks.yaml (or of a paths/ file)."""
-    from lockdocs.schema.definition import locks_schema, paths_schema  # noqa: PLC0415
+    from lockdocs.schema.definition import locks_schema, paths_schema
 
     if kind not in ("locks", "paths"):
         typer.echo(f"lockdocs: unknown schema '{kind}'; use locks or paths", err=True)
@@ -154,15 +166,29 @@ def schema(
 
 
 @app.command()
-def rules(fmt: Annotated[str, typer.Option("--format", "-f", help="text or json")] = "text") -> None:
+def rules(
+    fmt: Annotated[str, typer.Option("--format", "-f", help="text or json")] = "text",
+) -> None:
     """List every check with its code, default severity and summary."""
-    from lockdocs.rules.registry import load_all  # noqa: PLC0415
+    from lockdocs.rules.registry import load_all
 
     reg = load_all()
     if fmt == "json":
-        sys.stdout.write(json.dumps(
-            [{"code": r.code, "name": r.name, "severity": r.severity.value,
-              "summary": r.summary} for r in reg.values()], indent=2) + "\n")
+        sys.stdout.write(
+            json.dumps(
+                [
+                    {
+                        "code": r.code,
+                        "name": r.name,
+                        "severity": r.severity.value,
+                        "summary": r.summary,
+                    }
+                    for r in reg.values()
+                ],
+                indent=2,
+            )
+            + "\n"
+        )
         return
     for r in reg.values():
         typer.echo(f"{r.code}  {r.severity.value:<7}  {r.name:<28} {r.summary}")
@@ -177,7 +203,7 @@ def main() -> None:
     except KeyboardInterrupt:
         sys.stderr.write("lockdocs: interrupted\n")
         sys.exit(130)
-    except Exception as exc:  # noqa: BLE001 - the last line of defence
+    except Exception as exc:
         if os.environ.get("LOCKDOCS_DEBUG"):
             raise
         sys.stderr.write(

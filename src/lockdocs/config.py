@@ -17,14 +17,21 @@ def pyproject_settings(root: Path) -> tuple[dict[str, Any], list[Diagnostic]]:
         data = tomllib.loads(file.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as exc:
         return {}, [
-            Diagnostic("LD003", Severity.ERROR, f"cannot read pyproject.toml: {exc}",
-                       Location("pyproject.toml", 1, 1), "fix the TOML syntax")
+            Diagnostic(
+                "LD003",
+                Severity.ERROR,
+                f"cannot read pyproject.toml: {exc}",
+                Location("pyproject.toml", 1, 1),
+                "fix the TOML syntax",
+            )
         ]
     section = data.get("tool", {}).get("lockdocs", {})
     return (section if isinstance(section, dict) else {}), []
 
 
-def severity_overrides(root: Path, from_locks: dict[str, str]) -> tuple[dict[str, str], list[Diagnostic]]:
+def severity_overrides(
+    root: Path, from_locks: dict[str, str]
+) -> tuple[dict[str, str], list[Diagnostic]]:
     """locks.yaml wins over pyproject.toml: it sits next to the declarations it configures."""
     settings, diags = pyproject_settings(root)
     merged: dict[str, str] = {}
@@ -33,10 +40,13 @@ def severity_overrides(root: Path, from_locks: dict[str, str]) -> tuple[dict[str
         for code, value in checks.items():
             if value not in ("error", "warning", "info", "off"):
                 diags.append(
-                    Diagnostic("LD003", Severity.ERROR,
-                               f"[tool.lockdocs] checks.{code} = {value!r} is not a severity",
-                               Location("pyproject.toml", 1, 1),
-                               "use error, warning, info or off")
+                    Diagnostic(
+                        "LD003",
+                        Severity.ERROR,
+                        f"[tool.lockdocs] checks.{code} = {value!r} is not a severity",
+                        Location("pyproject.toml", 1, 1),
+                        "use error, warning, info or off",
+                    )
                 )
                 continue
             merged[str(code)] = str(value)
@@ -45,7 +55,7 @@ def severity_overrides(root: Path, from_locks: dict[str, str]) -> tuple[dict[str
 
 
 def apply_overrides(diags: list[Diagnostic], overrides: dict[str, str]) -> list[Diagnostic]:
-    from dataclasses import replace  # noqa: PLC0415
+    from dataclasses import replace
 
     out = []
     for d in diags:

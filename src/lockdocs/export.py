@@ -37,11 +37,13 @@ def key_json(key: m.Key) -> dict[str, Any]:
         "input": _key_text(key.text) if key.text else None,
         "constant": (
             {"value": key.constant_value, "bytes": key.constant_bytes, "name": key.constant_name}
-            if key.construction == "constant" else None
+            if key.construction == "constant"
+            else None
         ),
         "pair": (
             {"first": _key_text(key.first), "second": _key_text(key.second)}
-            if key.construction == "int4pair" else None
+            if key.construction == "int4pair"
+            else None
         ),
         "value": key.value,
         "int4_pair_value": list(key.pair) if key.pair else None,
@@ -70,8 +72,13 @@ def lock_json(lock: m.Lock) -> dict[str, Any]:
         ],
         "taken_by": [
             {
-                "name": t.name, "kind": t.kind, "mode": t.mode, "via": list(t.via),
-                "called_by": list(t.called_by), "module": t.module, "note": t.note,
+                "name": t.name,
+                "kind": t.kind,
+                "mode": t.mode,
+                "via": list(t.via),
+                "called_by": list(t.called_by),
+                "module": t.module,
+                "note": t.note,
             }
             for t in lock.takers
         ],
@@ -86,17 +93,36 @@ def step_json(step: m.Step) -> dict[str, Any]:
     line = step.location.line
     if isinstance(step, m.Take):
         return {
-            "type": "take", "lock": step.lock, "mode": step.mode, "via": list(step.via),
-            "note": step.note, "instance": step.instance, "again": step.again,
-            "order": step.order, "option": step.option, "implicit": step.implicit, "line": line,
+            "type": "take",
+            "lock": step.lock,
+            "mode": step.mode,
+            "via": list(step.via),
+            "note": step.note,
+            "instance": step.instance,
+            "again": step.again,
+            "order": step.order,
+            "option": step.option,
+            "implicit": step.implicit,
+            "line": line,
         }
     if isinstance(step, m.Loop):
-        return {"type": "loop", "over": step.label, "order": step.order, "note": step.note,
-                "steps": [step_json(s) for s in step.steps], "line": line}
+        return {
+            "type": "loop",
+            "over": step.label,
+            "order": step.order,
+            "note": step.note,
+            "steps": [step_json(s) for s in step.steps],
+            "line": line,
+        }
     if isinstance(step, m.Branches):
-        return {"type": "branches", "note": step.note, "line": line,
-                "branches": [{"name": n, "steps": [step_json(s) for s in alt]}
-                             for n, alt in step.alternatives]}
+        return {
+            "type": "branches",
+            "note": step.note,
+            "line": line,
+            "branches": [
+                {"name": n, "steps": [step_json(s) for s in alt]} for n, alt in step.alternatives
+            ],
+        }
     if isinstance(step, m.Run):
         return {"type": "run", "path": step.path, "note": step.note, "line": line}
     if isinstance(step, m.Call):
@@ -104,15 +130,24 @@ def step_json(step: m.Step) -> dict[str, Any]:
     if isinstance(step, m.External):
         return {"type": "external", "name": step.name, "note": step.note, "line": line}
     if isinstance(step, m.Write):
-        return {"type": "write", "what": step.what, "via": list(step.via), "note": step.note,
-                "line": line}
+        return {
+            "type": "write",
+            "what": step.what,
+            "via": list(step.via),
+            "note": step.note,
+            "line": line,
+        }
     if isinstance(step, m.Begin):
-        return {"type": "begin", "transaction": step.transaction, "note": step.note,
-                "line": line}
+        return {"type": "begin", "transaction": step.transaction, "note": step.note, "line": line}
     if isinstance(step, m.End):
         return {"type": step.how, "note": step.note, "line": line}
-    return {"type": "release", "lock": step.lock, "via": list(step.via), "note": step.note,
-            "line": line}
+    return {
+        "type": "release",
+        "lock": step.lock,
+        "via": list(step.via),
+        "note": step.note,
+        "line": line,
+    }
 
 
 def acquisition_json(ev: Event) -> dict[str, Any]:
@@ -163,46 +198,70 @@ def export_model(model: m.Model) -> dict[str, Any]:
     return {
         "lockdocs_export": EXPORT_VERSION,
         "page": {
-            "title": model.page.title, "audience": model.page.audience,
-            "summary": model.page.summary, "output": model.page.output,
+            "title": model.page.title,
+            "audience": model.page.audience,
+            "summary": model.page.summary,
+            "output": model.page.output,
         },
         "issue_url": model.issue_url,
         "locks": [lock_json(lk) for lk in model.locks.values()],
         "transactions": [
             {
-                "id": t.id, "title": t.title, "opened_by": t.opened_by,
+                "id": t.id,
+                "title": t.title,
+                "opened_by": t.opened_by,
                 "first": {"lock": t.first_lock, "mode": t.first_mode} if t.first_lock else None,
-                "isolation": t.isolation, "lock_timeout": t.lock_timeout or "none",
-                "on_timeout": t.on_timeout, "notes": t.notes,
+                "isolation": t.isolation,
+                "lock_timeout": t.lock_timeout or "none",
+                "on_timeout": t.on_timeout,
+                "notes": t.notes,
             }
             for t in model.transactions.values()
         ],
         "groups": [
-            {"title": g.title, "file": g.file, "order": g.order, "paths": list(g.paths),
-             "transaction": g.transaction}
+            {
+                "title": g.title,
+                "file": g.file,
+                "order": g.order,
+                "paths": list(g.paths),
+                "transaction": g.transaction,
+            }
             for g in model.groups
         ],
         "paths": [path_json(model, p, flattener) for p in model.paths.values()],
         "rules": [
-            {"id": r.id, "title": r.title, "text": r.text, "check": r.check,
-             "params": {k: v for k, v in r.params}, "issues": list(r.issues)}
+            {
+                "id": r.id,
+                "title": r.title,
+                "text": r.text,
+                "check": r.check,
+                "params": dict(r.params),
+                "issues": list(r.issues),
+            }
             for r in model.rules.values()
         ],
         "exceptions": [
-            {"rule": w.rule, "path": w.path, "lock": w.lock, "issue": w.issue,
-             "title": w.title, "why": w.why, "line": w.location.line}
+            {
+                "rule": w.rule,
+                "path": w.path,
+                "lock": w.lock,
+                "issue": w.issue,
+                "title": w.title,
+                "why": w.why,
+                "line": w.location.line,
+            }
             for w in model.waivers
         ],
         "planned": [
-            {"issue": p.issue, "title": p.title, "affects": list(p.affects)}
-            for p in model.planned
+            {"issue": p.issue, "title": p.title, "affects": list(p.affects)} for p in model.planned
         ],
     }
 
 
 def export_json(model: m.Model) -> str:
-    return json.dumps(_plain(export_model(model)), indent=2, sort_keys=True,
-                      ensure_ascii=False) + "\n"
+    return (
+        json.dumps(_plain(export_model(model)), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    )
 
 
 def _plain(value: Any) -> Any:

@@ -34,7 +34,8 @@ def _check_text(kt: KeyText, doc: Document, path: tuple[str | int, ...]) -> list
     if kt.text is not None and (kt.parts or kt.prefix is not None):
         out.append(
             Diagnostic(
-                "LD003", Severity.ERROR,
+                "LD003",
+                Severity.ERROR,
                 "a key is either a fixed text or a prefix with parts, not both",
                 doc.loc(path, key=True),
                 "keep text: for one key, or prefix: and parts: for a family",
@@ -43,7 +44,8 @@ def _check_text(kt: KeyText, doc: Document, path: tuple[str | int, ...]) -> list
     if kt.text is None and not kt.parts:
         out.append(
             Diagnostic(
-                "LD003", Severity.ERROR,
+                "LD003",
+                Severity.ERROR,
                 "the key names neither a fixed text nor any runtime parts",
                 doc.loc(path, key=True),
                 "add text: (one fixed key) or parts: (the runtime values)",
@@ -52,14 +54,22 @@ def _check_text(kt: KeyText, doc: Document, path: tuple[str | int, ...]) -> list
     if not INT64_MIN <= kt.seed <= INT64_MAX:
         out.append(
             Diagnostic(
-                "LD003", Severity.ERROR, "the seed does not fit in a bigint",
-                doc.loc((*path, "seed")), "use a seed between -2^63 and 2^63-1",
+                "LD003",
+                Severity.ERROR,
+                "the seed does not fit in a bigint",
+                doc.loc((*path, "seed")),
+                "use a seed between -2^63 and 2^63-1",
             )
         )
     if kt.text is not None and "\x00" in kt.text:
         out.append(
-            Diagnostic("LD003", Severity.ERROR, "a Postgres text cannot hold a NUL character",
-                       doc.loc((*path, "text")), "remove the NUL")
+            Diagnostic(
+                "LD003",
+                Severity.ERROR,
+                "a Postgres text cannot hold a NUL character",
+                doc.loc((*path, "text")),
+                "remove the NUL",
+            )
         )
     return out
 
@@ -76,7 +86,7 @@ def resolve_key(
     raw: dict[str, Any], doc: Document, path: tuple[str | int, ...]
 ) -> tuple[Key, list[Diagnostic]]:
     diags: list[Diagnostic] = []
-    (construction, body), = raw.items()
+    ((construction, body),) = raw.items()
     if construction in ("hashtextextended", "hashtext"):
         kt = _text(body)
         diags += _check_text(kt, doc, (*path, construction))
@@ -94,10 +104,11 @@ def resolve_key(
         if (value is None) == (as_bytes is None):
             diags.append(
                 Diagnostic(
-                    "LD003", Severity.ERROR,
+                    "LD003",
+                    Severity.ERROR,
                     "a constant key gives exactly one of value: or bytes:",
                     doc.loc((*path, "constant"), key=True),
-                    "write value: 12345, or bytes: \"domains\"",
+                    'write value: 12345, or bytes: "domains"',
                 )
             )
             return Key("constant", constant_name=body.get("name")), diags
@@ -106,7 +117,8 @@ def resolve_key(
             if len(data) > 8:
                 diags.append(
                     Diagnostic(
-                        "LD003", Severity.ERROR,
+                        "LD003",
+                        Severity.ERROR,
                         f"'{as_bytes}' is {len(data)} bytes; a bigint holds 8",
                         doc.loc((*path, "constant", "bytes")),
                         "use at most eight ASCII characters",
@@ -120,7 +132,9 @@ def resolve_key(
         if not INT64_MIN <= value <= INT64_MAX:
             diags.append(
                 Diagnostic(
-                    "LD003", Severity.ERROR, "the constant does not fit in a bigint",
+                    "LD003",
+                    Severity.ERROR,
+                    "the constant does not fit in a bigint",
                     doc.loc((*path, "constant", "value")),
                     "advisory keys are signed 64-bit integers",
                 )
@@ -145,7 +159,9 @@ def resolve_key(
             if not INT32_MIN <= part <= INT32_MAX:
                 diags.append(
                     Diagnostic(
-                        "LD003", Severity.ERROR, f"the {name} int4 does not fit in 32 bits",
+                        "LD003",
+                        Severity.ERROR,
+                        f"the {name} int4 does not fit in 32 bits",
                         doc.loc((*path, "int4pair", name)),
                         "each half of a pair key is a signed 32-bit integer",
                     )
@@ -189,8 +205,9 @@ def key_sql(key: Key) -> str:
         return str(key.constant_value)
     halves = []
     for part in (key.first, key.second):
-        halves.append(str(part) if isinstance(part, int) or part is None
-                      else _text_sql("hashtext", part))
+        halves.append(
+            str(part) if isinstance(part, int) or part is None else _text_sql("hashtext", part)
+        )
     return "(" + ", ".join(halves) + ")"
 
 

@@ -97,7 +97,9 @@ class _Builder:
                     )
                 if not isinstance(key_node, yaml.ScalarNode):
                     raise _Refused(
-                        "LD003", key_node, "a mapping key must be a plain string",
+                        "LD003",
+                        key_node,
+                        "a mapping key must be a plain string",
                         "use a simple name as the key",
                     )
                 key = str(key_node.value)
@@ -156,20 +158,32 @@ def parse_text(text: str, file: str) -> tuple[Document | None, list[Diagnostic]]
             line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
             problem = exc.problem or "invalid YAML"
             hint = "fix the YAML syntax at this point"
-            if "\t" in text and "tab" in str(exc).lower() or "found character '\\t'" in str(exc):
+            if ("\t" in text and "tab" in str(exc).lower()) or "found character '\\t'" in str(exc):
                 hint = "YAML indents with spaces only; replace the tab with spaces"
             return None, [_error("LD001", file, line, col, f"YAML syntax: {problem}", hint)]
         except yaml.YAMLError as exc:
             return None, [_error("LD001", file, 1, 1, f"YAML syntax: {exc}", "fix the YAML")]
         except RecursionError:
             return None, [
-                _error("LD009", file, 1, 1, "the document nests too deeply to parse",
-                       "flatten the structure")
+                _error(
+                    "LD009",
+                    file,
+                    1,
+                    1,
+                    "the document nests too deeply to parse",
+                    "flatten the structure",
+                )
             ]
         if node is None:
             return None, [
-                _error("LD007", file, 1, 1, "the file holds no YAML document",
-                       "declare its content or delete it")
+                _error(
+                    "LD007",
+                    file,
+                    1,
+                    1,
+                    "the file holds no YAML document",
+                    "declare its content or delete it",
+                )
             ]
         builder = _Builder(file, loader)
         try:
@@ -178,8 +192,14 @@ def parse_text(text: str, file: str) -> tuple[Document | None, list[Diagnostic]]
             return None, [*builder.diags, _error(r.code, file, r.line, r.column, r.message, r.hint)]
         except RecursionError:
             return None, [
-                _error("LD009", file, 1, 1, "the document nests too deeply to read",
-                       "flatten the structure")
+                _error(
+                    "LD009",
+                    file,
+                    1,
+                    1,
+                    "the document nests too deeply to read",
+                    "flatten the structure",
+                )
             ]
         return Document(file, data, builder.marks, builder.key_marks), builder.diags
     finally:
@@ -204,8 +224,14 @@ def read_file(path: Path, display: str) -> tuple[Document | None, list[Diagnosti
         raw = path.read_bytes()
     except OSError as exc:
         return None, [
-            _error("LD008", display, 0, 0, f"cannot read the file: {exc.strerror}",
-                   "check that it exists and is readable")
+            _error(
+                "LD008",
+                display,
+                0,
+                0,
+                f"cannot read the file: {exc.strerror}",
+                "check that it exists and is readable",
+            )
         ]
     try:
         text = raw.decode("utf-8")
@@ -226,7 +252,13 @@ def read_file(path: Path, display: str) -> tuple[Document | None, list[Diagnosti
         i = text.index("\x00")
         line = text.count("\n", 0, i) + 1
         return None, [
-            _error("LD008", display, line, 1, "the file holds a NUL byte",
-                   "remove the binary content; declarations are text")
+            _error(
+                "LD008",
+                display,
+                line,
+                1,
+                "the file holds a NUL byte",
+                "remove the binary content; declarations are text",
+            )
         ]
     return parse_text(text, display)

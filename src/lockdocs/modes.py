@@ -32,16 +32,34 @@ _TABLE_CONFLICTS: dict[str, frozenset[str]] = {
         {"share update exclusive", "share", "share row exclusive", "exclusive", "access exclusive"}
     ),
     "share": frozenset(
-        {"row exclusive", "share update exclusive", "share row exclusive", "exclusive",
-         "access exclusive"}
+        {
+            "row exclusive",
+            "share update exclusive",
+            "share row exclusive",
+            "exclusive",
+            "access exclusive",
+        }
     ),
     "share row exclusive": frozenset(
-        {"row exclusive", "share update exclusive", "share", "share row exclusive", "exclusive",
-         "access exclusive"}
+        {
+            "row exclusive",
+            "share update exclusive",
+            "share",
+            "share row exclusive",
+            "exclusive",
+            "access exclusive",
+        }
     ),
     "exclusive": frozenset(
-        {"row share", "row exclusive", "share update exclusive", "share", "share row exclusive",
-         "exclusive", "access exclusive"}
+        {
+            "row share",
+            "row exclusive",
+            "share update exclusive",
+            "share",
+            "share row exclusive",
+            "exclusive",
+            "access exclusive",
+        }
     ),
     "access exclusive": frozenset(TABLE_MODES),
 }

@@ -55,7 +55,7 @@ def _via(value: Any) -> tuple[str, ...]:
 
 def load_documents(root: FsPath) -> tuple[Document | None, list[Document], list[Diagnostic]]:
     """Read locks.yaml and every paths/*.yaml (sorted by name, so disk order never matters)."""
-    from lockdocs.schema.validate import validate  # noqa: PLC0415 - jsonschema is heavy
+    from lockdocs.schema.validate import validate
 
     diags: list[Diagnostic] = []
     locks_doc, d = read_file(root / LOCKS_FILE, LOCKS_FILE)
@@ -357,11 +357,8 @@ class _Resolver:
                 out.append(m.End("rollback", loc, raw.get("rollback") or None))
             elif "leave_open" in raw:
                 out.append(m.End("leave_open", loc, raw.get("leave_open") or None))
-            elif "release" in raw:
-                if self.lock_ref(doc, (*p, "release"), raw["release"], locks):
-                    out.append(
-                        m.Release(raw["release"], loc, _via(raw.get("via")), raw.get("note"))
-                    )
+            elif "release" in raw and self.lock_ref(doc, (*p, "release"), raw["release"], locks):
+                out.append(m.Release(raw["release"], loc, _via(raw.get("via")), raw.get("note")))
         return tuple(out)
 
     def paths(
@@ -433,12 +430,17 @@ class _Resolver:
             )
         for name, doc, p in ctx.runs:
             if name not in paths:
-                self.err("LD004", doc.loc(p), f"unknown path '{name}'",
-                         _did_you_mean(name, list(paths)))
+                self.err(
+                    "LD004", doc.loc(p), f"unknown path '{name}'", _did_you_mean(name, list(paths))
+                )
         for name, doc, p in ctx.begins:
             if name not in transactions:
-                self.err("LD004", doc.loc(p), f"unknown transaction kind '{name}'",
-                         _did_you_mean(name, list(transactions)))
+                self.err(
+                    "LD004",
+                    doc.loc(p),
+                    f"unknown transaction kind '{name}'",
+                    _did_you_mean(name, list(transactions)),
+                )
         self._run_cycles(paths)
         groups.sort(key=lambda g: (g.order, g.file))
         return paths, tuple(groups)
@@ -454,7 +456,7 @@ class _Resolver:
                 if r.path not in paths:
                     continue
                 if state.get(r.path) == 1:
-                    cycle = [*stack[stack.index(r.path):], r.path] if r.path in stack else [pid]
+                    cycle = [*stack[stack.index(r.path) :], r.path] if r.path in stack else [pid]
                     self.err(
                         "LD010",
                         r.location,
@@ -471,7 +473,9 @@ class _Resolver:
 
     # -- rules and exceptions --------------------------------------------------------------------
 
-    def rules(self, locks: dict[str, m.Lock], transactions: dict[str, m.TransactionKind]) -> dict[str, m.Rule]:
+    def rules(
+        self, locks: dict[str, m.Lock], transactions: dict[str, m.TransactionKind]
+    ) -> dict[str, m.Rule]:
         out: dict[str, m.Rule] = {}
         checks = ("first", "before", "sorted", "scope", "order", "lock_before_write")
         for rid, raw in (self.data.get("rules") or {}).items():
@@ -493,9 +497,12 @@ class _Resolver:
             if check == "first":
                 for i, t in enumerate(params.get("transactions") or []):
                     if t not in transactions:
-                        self.err("LD004", self.ld.loc((*base, check, "transactions", i)),
-                                 f"unknown transaction kind '{t}'",
-                                 _did_you_mean(t, list(transactions)))
+                        self.err(
+                            "LD004",
+                            self.ld.loc((*base, check, "transactions", i)),
+                            f"unknown transaction kind '{t}'",
+                            _did_you_mean(t, list(transactions)),
+                        )
             if check == "before":
                 for k in ("first", "then"):
                     self.lock_ref(self.ld, (*base, check, k), params[k], locks)
@@ -532,9 +539,9 @@ class _Resolver:
     def waivers(
         self, rules: dict[str, m.Rule], paths: dict[str, m.Path], locks: dict[str, m.Lock]
     ) -> tuple[m.Waiver, ...]:
-        from lockdocs.rules.registry import load_all  # noqa: PLC0415 - avoids an import cycle
+        from lockdocs.rules.registry import load_all
 
-        REGISTRY = load_all()  # noqa: N806
+        REGISTRY = load_all()
 
         out: list[m.Waiver] = []
         for i, raw in enumerate(self.data.get("exceptions") or []):
@@ -586,9 +593,12 @@ class _Resolver:
         for i, pl in enumerate(planned):
             for j, a in enumerate(pl.affects):
                 if a not in locks and a not in paths:
-                    self.err("LD004", self.ld.loc(("planned", i, "affects", j)),
-                             f"'{a}' is neither a lock nor a path",
-                             _did_you_mean(a, [*locks, *paths]))
+                    self.err(
+                        "LD004",
+                        self.ld.loc(("planned", i, "affects", j)),
+                        f"'{a}' is neither a lock nor a path",
+                        _did_you_mean(a, [*locks, *paths]),
+                    )
         if any(d.severity is Severity.ERROR for d in self.diags):
             return None
         return m.Model(

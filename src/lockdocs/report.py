@@ -43,8 +43,15 @@ def _as_dict(d: Diagnostic) -> dict[str, Any]:
 
 
 def _json(diags: list[Diagnostic], summary: str) -> str:
-    return json.dumps({"diagnostics": [_as_dict(d) for d in diags], "summary": summary},
-                      indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return (
+        json.dumps(
+            {"diagnostics": [_as_dict(d) for d in diags], "summary": summary},
+            indent=2,
+            sort_keys=True,
+            ensure_ascii=False,
+        )
+        + "\n"
+    )
 
 
 def _gh_escape_data(s: str) -> str:
@@ -76,8 +83,8 @@ def _github(diags: list[Diagnostic], summary: str) -> str:
 
 
 def _sarif(diags: list[Diagnostic], summary: str) -> str:
-    from lockdocs import __version__  # noqa: PLC0415
-    from lockdocs.rules.registry import load_all  # noqa: PLC0415
+    from lockdocs import __version__
+    from lockdocs.rules.registry import load_all
 
     registry = load_all()
     level = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}

@@ -29,7 +29,9 @@ class Held:
 class Event:
     """One thing a path does, with what it holds then."""
 
-    kind: str  # acquire | retake | upgrade | release | external | write | commit | begin | leave_open
+    kind: (
+        str  # acquire | retake | upgrade | release | external | write | commit | begin | leave_open
+    )
     path: str
     location: Location
     held: tuple[Held, ...]
@@ -98,16 +100,32 @@ class Flattener:
 
     # --- transactions ---------------------------------------------------------------------
 
-    def begin(self, path: m.Path, st: _State, kind: str | None, loc: Location, frame: _Frame,
-              number: int) -> _State:
+    def begin(
+        self, path: m.Path, st: _State, kind: str | None, loc: Location, frame: _Frame, number: int
+    ) -> _State:
         held = tuple(h for h in st.held if self.lock_scope(h.lock) == "session")
         st = _State(held, number, kind, st.branch, True, False)
-        self.emit(Event("begin", path.id, loc, st.held, st.transaction, kind, st.branch,
-                        name=kind or "", through=frame.through))
+        self.emit(
+            Event(
+                "begin",
+                path.id,
+                loc,
+                st.held,
+                st.transaction,
+                kind,
+                st.branch,
+                name=kind or "",
+                through=frame.through,
+            )
+        )
         tk = self.model.transactions.get(kind) if kind else None
         if tk and tk.first_lock:
-            take = m.Take(tk.first_lock, tk.first_mode or "exclusive", loc,
-                          via=(tk.opened_by,) if tk.opened_by else ())
+            take = m.Take(
+                tk.first_lock,
+                tk.first_mode or "exclusive",
+                loc,
+                via=(tk.opened_by,) if tk.opened_by else (),
+            )
             st = self.take(path, st, take, frame)
         return st
 
@@ -136,30 +154,45 @@ class Flattener:
             same = [h for h in st.held if h.lock == lock_id and h.instance == instance]
         else:  # no instance named: the one already held, if any (a re-take)
             same = [h for h in st.held if h.lock == lock_id]
-        base = dict(
-            path=path.id, location=step.location, held=st.held, transaction=st.transaction,
-            txkind=st.txkind, branch=st.branch, lock=lock_id, mode=mode, instance=instance,
-            loop=loop_id if in_loop else "", repeated=bool(frame.loops), order=order,
-            via=step.via, through=frame.through, option=step.option, implicit=step.implicit,
-            changes_key=step.changes_key, note=step.note,
+        base = Event(
+            "acquire",
+            path.id,
+            step.location,
+            st.held,
+            st.transaction,
+            st.txkind,
+            st.branch,
+            lock=lock_id,
+            mode=mode,
+            instance=instance,
+            loop=loop_id if in_loop else "",
+            repeated=bool(frame.loops),
+            order=order,
+            via=step.via,
+            through=frame.through,
+            option=step.option,
+            implicit=step.implicit,
+            changes_key=step.changes_key,
+            note=step.note,
         )
         if same:
             strongest = max(same, key=lambda h: strength(kind, h.mode))
             if strength(kind, mode) > strength(kind, strongest.mode):
-                self.emit(Event("upgrade", **base))  # type: ignore[arg-type]
-                held = tuple(
-                    replace(h, mode=mode) if h == strongest else h for h in st.held
-                )
+                self.emit(replace(base, kind="upgrade"))
+                held = tuple(replace(h, mode=mode) if h == strongest else h for h in st.held)
                 return replace(st, held=held)
-            self.emit(Event("retake", **base))  # type: ignore[arg-type]
+            self.emit(replace(base, kind="retake"))
             return st
-        self.emit(Event("acquire", **base))  # type: ignore[arg-type]
-        new = Held(lock_id, mode, instance, loop_id if in_loop else "",
-                   step.location.line)
+        self.emit(base)
+        new = Held(lock_id, mode, instance, loop_id if in_loop else "", step.location.line)
         return replace(st, held=(*st.held, new))
 
     def walk(
-        self, path: m.Path, steps: tuple[m.Step, ...], states: list[_State], frame: _Frame,
+        self,
+        path: m.Path,
+        steps: tuple[m.Step, ...],
+        states: list[_State],
+        frame: _Frame,
         depth: int = 0,
     ) -> list[_State]:
         for step in steps:
@@ -169,18 +202,30 @@ class Flattener:
             states = _dedupe(nxt)
         return states
 
-    def step(self, path: m.Path, step: m.Step, st: _State, frame: _Frame,
-             depth: int) -> list[_State]:
-        common = dict(path=path.id, transaction=st.transaction, txkind=st.txkind,
-                      branch=st.branch, through=frame.through)
+    def step(
+        self, path: m.Path, step: m.Step, st: _State, frame: _Frame, depth: int
+    ) -> list[_State]:
+        common = Event(
+            "",
+            path.id,
+            step.location,
+            st.held,
+            st.transaction,
+            st.txkind,
+            st.branch,
+            through=frame.through,
+        )
         if isinstance(step, m.Take):
             return [self.take(path, st, step, frame)]
         if isinstance(step, m.Loop):
             loop_id = f"{path.id}@{step.location.line}"
             states = [st]
             for it in ("1", "2"):
-                inner = replace(frame, loops=(*frame.loops, (loop_id, step.order)),
-                                iteration=(frame.iteration + "." + it) if frame.iteration else it)
+                inner = replace(
+                    frame,
+                    loops=(*frame.loops, (loop_id, step.order)),
+                    iteration=(frame.iteration + "." + it) if frame.iteration else it,
+                )
                 states = self.walk(path, step.steps, states, inner, depth)
             return states
         if isinstance(step, m.Branches):
@@ -197,25 +242,22 @@ class Flattener:
             inner = replace(frame, through=(*frame.through, callee.id))
             return self.walk(path, callee.steps, [st], inner, depth + 1)
         if isinstance(step, m.External):
-            self.emit(Event("external", location=step.location, held=st.held,
-                            name=step.name, note=step.note, **common))  # type: ignore[arg-type]
+            self.emit(replace(common, kind="external", name=step.name, note=step.note))
             return [st]
         if isinstance(step, m.Write):
-            self.emit(Event("write", location=step.location, held=st.held, name=step.what,
-                            via=step.via, **common))  # type: ignore[arg-type]
+            self.emit(replace(common, kind="write", name=step.what, via=step.via))
             return [replace(st, wrote=True)]
         if isinstance(step, m.Call):
             return [st]
         if isinstance(step, m.Release):
-            self.emit(Event("release", location=step.location, held=st.held, lock=step.lock,
-                            wrote=st.wrote and st.open, **common))  # type: ignore[arg-type]
+            self.emit(replace(common, kind="release", lock=step.lock, wrote=st.wrote and st.open))
             return [replace(st, held=tuple(h for h in st.held if h.lock != step.lock))]
         if isinstance(step, m.Begin):
-            return [self.begin(path, st, step.transaction, step.location, frame,
-                               st.transaction + 1)]
+            return [
+                self.begin(path, st, step.transaction, step.location, frame, st.transaction + 1)
+            ]
         if isinstance(step, m.End):
-            self.emit(Event(step.how, location=step.location, held=st.held,
-                            wrote=st.wrote, **common))  # type: ignore[arg-type]
+            self.emit(replace(common, kind=step.how, wrote=st.wrote))
             if step.how == "leave_open":
                 return [st]
             held = tuple(h for h in st.held if self.lock_scope(h.lock) == "session")
@@ -249,8 +291,7 @@ def backends(model: m.Model) -> tuple[str | None, ...]:
     return tuple(names) if names else (None,)
 
 
-def flatten(model: m.Model, backend: str | None = None,
-            only: str | None = None) -> list[Event]:
+def flatten(model: m.Model, backend: str | None = None, only: str | None = None) -> list[Event]:
     """Every standalone path's events, in declaration order."""
     f = Flattener(model, backend)
     for pid, path in model.paths.items():

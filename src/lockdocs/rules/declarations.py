@@ -30,76 +30,114 @@ paths:
 """
 
 
-def _doc(code: str, name: str, summary: str, what: str, why: str, bad: dict[str, str],
-         good: dict[str, str] | None = None) -> None:
+def _doc(
+    code: str,
+    name: str,
+    summary: str,
+    what: str,
+    why: str,
+    bad: dict[str, str],
+    good: dict[str, str] | None = None,
+) -> None:
     register(
-        RuleInfo(code, name, Severity.ERROR, summary, what, why, bad,
-                 good or {"locks.yaml": _LOCKS, "paths/ledger.yaml": _PATH})
+        RuleInfo(
+            code,
+            name,
+            Severity.ERROR,
+            summary,
+            what,
+            why,
+            bad,
+            good or {"locks.yaml": _LOCKS, "paths/ledger.yaml": _PATH},
+        )
     )
 
 
 _doc(
-    "LD001", "yaml-syntax", "The file is not valid YAML.",
+    "LD001",
+    "yaml-syntax",
+    "The file is not valid YAML.",
     "Reports a YAML syntax error (including a tab used for indentation) at its line and column.",
     "Nothing else can be checked in a file that cannot be read.",
     {"locks.yaml": _LOCKS, "paths/ledger.yaml": _PATH.replace("      - take", "\t- take")},
 )
 _doc(
-    "LD002", "duplicate-key", "A mapping names the same key twice.",
+    "LD002",
+    "duplicate-key",
+    "A mapping names the same key twice.",
     "Reports the second of two equal keys in one mapping.",
     "YAML keeps the last value silently, so a lock or path declared twice would lose one of "
     "its definitions without a word.",
-    {"locks.yaml": _LOCKS + "  ledger:\n    title: Again\n    kind: row\n    table: t\n",
-     "paths/ledger.yaml": _PATH},
+    {
+        "locks.yaml": _LOCKS + "  ledger:\n    title: Again\n    kind: row\n    table: t\n",
+        "paths/ledger.yaml": _PATH,
+    },
 )
 _doc(
-    "LD003", "schema", "A value does not fit the format (wrong type, unknown field, missing field).",
+    "LD003",
+    "schema",
+    "A value does not fit the format (wrong type, unknown field, missing field).",
     "Validates every file against the JSON Schema (`lockdocs schema`) and points at the value.",
     "A misspelt field would otherwise be ignored, and the page would silently miss a fact.",
-    {"locks.yaml": _LOCKS.replace("title: Ledger row", "title: Ledger row\n    serialises: x"),
-     "paths/ledger.yaml": _PATH},
+    {
+        "locks.yaml": _LOCKS.replace("title: Ledger row", "title: Ledger row\n    serialises: x"),
+        "paths/ledger.yaml": _PATH,
+    },
 )
 _doc(
-    "LD004", "unknown-reference", "A step, rule or exception names a lock, path or kind that is not declared.",
+    "LD004",
+    "unknown-reference",
+    "A step, rule or exception names a lock, path or kind that is not declared.",
     "Resolves every reference and suggests the closest declared name.",
     "A typo in a lock name would otherwise drop the step from the analysis.",
     {"locks.yaml": _LOCKS, "paths/ledger.yaml": _PATH.replace("take: ledger", "take: ledgre")},
 )
 _doc(
-    "LD005", "duplicate-id", "Two path files declare the same path id.",
+    "LD005",
+    "duplicate-id",
+    "Two path files declare the same path id.",
     "Path ids are unique across all files, so links and exceptions name one path.",
     "Two paths with one id cannot be told apart on the page or in an exception.",
     {"locks.yaml": _LOCKS, "paths/ledger.yaml": _PATH, "paths/more.yaml": _PATH},
 )
 _doc(
-    "LD006", "invalid-mode", "A mode the lock's kind does not have, or the lock is not declared with.",
+    "LD006",
+    "invalid-mode",
+    "A mode the lock's kind does not have, or the lock is not declared with.",
     "Checks every mode against the kind (advisory: shared/exclusive; row: FOR KEY SHARE ... FOR "
     "UPDATE; table: the eight LOCK TABLE modes; memory: shared/exclusive) and the lock's modes.",
     "The analysis decides conflicts from modes; a wrong mode gives a wrong answer.",
     {"locks.yaml": _LOCKS, "paths/ledger.yaml": _PATH + "        mode: exclusive\n"},
 )
 _doc(
-    "LD007", "empty", "A file or a path holds nothing.",
+    "LD007",
+    "empty",
+    "A file or a path holds nothing.",
     "Reports an empty file, a file with no document, or a path without steps.",
     "An empty file is almost always a mistake in a pull request.",
     {"locks.yaml": _LOCKS, "paths/ledger.yaml": _PATH, "paths/empty.yaml": "\n"},
 )
 _doc(
-    "LD008", "unreadable", "The file cannot be read as UTF-8 text.",
+    "LD008",
+    "unreadable",
+    "The file cannot be read as UTF-8 text.",
     "Reports the first byte that is not UTF-8, or a NUL byte.",
     "Declarations are text that people review; binary content has no place in them.",
     {"locks.yaml": _LOCKS, "paths/ledger.yaml": "group: Caf\udce9\npaths: {}\n"},
 )
 _doc(
-    "LD009", "too-large", "The file is too large, nests too deeply, or expands an alias bomb.",
+    "LD009",
+    "too-large",
+    "The file is too large, nests too deeply, or expands an alias bomb.",
     "Refuses a file over 4 MiB, deeper than 64 levels, or expanding to more than 500,000 values.",
     "The check runs in pre-commit hooks; hostile input must fail fast with bounded memory.",
     {"locks.yaml": _LOCKS, "paths/ledger.yaml": "group: " + "[" * 70 + "]" * 70 + "\npaths: {}\n"},
 )
 _doc(
-    "LD010", "run-cycle", "Paths run each other in a loop.",
+    "LD010",
+    "run-cycle",
+    "Paths run each other in a loop.",
     "Follows `run:` steps and reports a path that ends up running itself.",
     "Inlining such a path would never end; the code it describes would recurse forever.",
-    {"locks.yaml": _LOCKS,
-     "paths/ledger.yaml": _PATH + "      - run: post\n"},
+    {"locks.yaml": _LOCKS, "paths/ledger.yaml": _PATH + "      - run: post\n"},
 )

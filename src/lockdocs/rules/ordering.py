@@ -1,3 +1,337 @@
-"""Rules (filled in below)."""
+"""LD2xx: lock-order analysis: cycles that can deadlock, unsorted instances, upgrades."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
+
+from lockdocs.analysis.cycles import Cycle, find_cycles, gate, instance_clashes
+from lockdocs.analysis.graph import Edge, build_graph
+from lockdocs.diagnostics import Diagnostic, Severity
+from lockdocs.modes import conflicts
+from lockdocs.rules.context import Context
+from lockdocs.rules.registry import rule
+
+_TWO_ROWS = """\
+lockdocs: 1
+page: {title: Locks}
+locks:
+  account:
+    title: Account row
+    kind: row
+    table: app.accounts
+    modes: {for no key update: writers}
+  ledger:
+    title: Ledger row
+    kind: row
+    table: app.ledgers
+    modes: {for no key update: writers}
+"""
+
+
+def _where(e: Edge) -> str:
+    through = f" (inside {' -> '.join(e.through)})" if e.through else ""
+    return f"{e.location}{through}"
+
+
+def interleaving(locks: tuple[str, ...], edges: tuple[Edge, ...]) -> list[str]:
+    """A column per transaction, one row per event, ending in the deadlock."""
+    k = len(edges)
+    heads = [f"T{i + 1} ({e.path})" for i, e in enumerate(edges)]
+    rows: list[list[str]] = []
+    for i, e in enumerate(edges):
+        row = [""] * k
+        row[i] = f"takes {locks[i]} ({e.held_mode})"
+        rows.append(row)
+    for i, e in enumerate(edges):
+        row = [""] * k
+        nxt = (i + 1) % k
+        last = i == k - 1
+        row[i] = f"wants {locks[nxt]} ({e.wanted_mode})"
+        row[i] += ": deadlock" if last else f", waits for T{nxt + 1}"
+        rows.append(row)
+    width = max(len(c) for r in [heads, *rows] for c in r) + 2
+    lines = ["".join(h.ljust(width) for h in heads).rstrip()]
+    for r in rows:
+        lines.append("".join(c.ljust(width) for c in r).rstrip())
+    return lines
+
+
+def _cycle_hint(ctx: Context, cycle: Cycle) -> str:
+    # Suggest reordering the path whose edge goes against the written order, else the last.
+    levels = _levels(ctx)
+    against = [
+        e
+        for e in cycle.edges
+        if e.src in levels and e.dst in levels and levels[e.src] > levels[e.dst]
+    ]
+    e = against[0] if against else cycle.edges[-1]
+    singles = sorted(lk.id for lk in ctx.model.locks.values() if lk.singleton)
+    hint = f"make '{e.path}' take {e.dst} before {e.src}, as the other path does"
+    if singles:
+        hint += f", or have every path on the cycle hold a gate ({singles[0]}) in conflicting modes"
+    return hint
+
+
+def _levels(ctx: Context) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for r in ctx.model.rules.values():
+        if r.check == "order":
+            levels = r.param("levels")
+            assert isinstance(levels, tuple)
+            for i, level in enumerate(levels):
+                for lid in level:
+                    out.setdefault(lid, i)
+    return out
+
+
+@rule(
+    "LD201",
+    "deadlock-cycle",
+    Severity.ERROR,
+    summary="Two or more paths take the same locks in orders that can deadlock.",
+    what=(
+        "Builds the lock-order graph (an edge A -> B wherever a path takes B while holding A) "
+        "and reports each minimal cycle whose waits can really happen: every wanted mode "
+        "conflicts with the mode the next transaction holds, and no gate lock (a singleton both "
+        "hold in conflicting modes) keeps the transactions apart. The report names each hop's "
+        "path, file and line, and shows the interleaving that ends in the deadlock."
+    ),
+    why=(
+        "Postgres breaks a deadlock by aborting one transaction after deadlock_timeout (40P01), "
+        "or, when lock_timeout is shorter, both waits end in 55P03. Either way a request fails "
+        "under load, in a way no single-request test shows."
+    ),
+    example={
+        "locks.yaml": _TWO_ROWS,
+        "paths/money.yaml": """\
+group: Money
+paths:
+  post:
+    title: Post an entry
+    steps:
+      - take: account
+      - take: ledger
+  close:
+    title: Close a ledger
+    steps:
+      - take: ledger
+      - take: account
+""",
+    },
+    use_instead={
+        "locks.yaml": _TWO_ROWS,
+        "paths/money.yaml": """\
+group: Money
+paths:
+  post:
+    title: Post an entry
+    steps:
+      - take: account
+      - take: ledger
+  close:
+    title: Close a ledger
+    steps:
+      - take: account
+      - take: ledger
+""",
+    },
+)
+def check_cycles(ctx: Context) -> Iterable[Diagnostic]:
+    for backend in ctx.backends:
+        graph = build_graph(ctx, backend)
+        for cycle in find_cycles(ctx, graph):
+            k = len(cycle.locks)
+            on = f" on {backend}" if backend else ""
+            details = ["The waits, hop by hop:"]
+            for i, e in enumerate(cycle.edges):
+                details.append(
+                    f"  {i + 1}. {e.path} at {_where(e)}: holds {cycle.locks[i]} "
+                    f"({e.held_mode}), wants {cycle.locks[(i + 1) % k]} ({e.wanted_mode})"
+                )
+            details.append("One interleaving:")
+            details.extend("  " + line for line in interleaving(cycle.locks, cycle.edges))
+            paths = tuple(dict.fromkeys(e.path for e in cycle.edges))
+            first = cycle.edges[0]
+            yield Diagnostic(
+                "LD201",
+                Severity.ERROR,
+                f"lock-order cycle{on}: "
+                + " -> ".join((*cycle.locks, cycle.locks[0]))
+                + " (paths "
+                + ", ".join(paths)
+                + ")",
+                first.location,
+                _cycle_hint(ctx, cycle),
+                details=tuple(details),
+                paths=paths,
+                locks=cycle.locks,
+            )
+
+
+@rule(
+    "LD202",
+    "unsorted-instances",
+    Severity.ERROR,
+    summary="A path takes several instances of one lock in no declared order.",
+    what=(
+        "Reports a path that holds one instance of a lock while it takes another (a loop, or "
+        "two named instances) when its order is not the lock's declared `instances.order`, and "
+        "another path (or a second run of the same path) can take the same instances the other "
+        "way round, with conflicting modes and no gate between them."
+    ),
+    why=(
+        "Two transactions that lock rows 1 and 2 in opposite orders deadlock. One declared "
+        "order for every path (ascending primary key, say) makes that impossible."
+    ),
+    example={
+        "locks.yaml": _TWO_ROWS,
+        "paths/money.yaml": """\
+group: Money
+paths:
+  transfer:
+    title: Transfer
+    steps:
+      - loop: both accounts
+        order: request order
+        steps:
+          - take: account
+""",
+    },
+    use_instead={
+        "locks.yaml": _TWO_ROWS.replace(
+            "    modes: {for no key update: writers}\n  ledger",
+            "    modes: {for no key update: writers}\n    instances: {order: ascending id}\n"
+            "  ledger",
+        ),
+        "paths/money.yaml": """\
+group: Money
+paths:
+  transfer:
+    title: Transfer
+    steps:
+      - loop: both accounts
+        order: ascending id
+        steps:
+          - take: account
+""",
+    },
+)
+def check_instances(ctx: Context) -> Iterable[Diagnostic]:
+    for backend in ctx.backends:
+        graph = build_graph(ctx, backend)
+        for clash in instance_clashes(ctx, graph):
+            e, f = clash.first, clash.second
+            lock = ctx.model.locks[clash.lock]
+            order = f"in {e.order}" if e.order else "in no declared order"
+            declared = (
+                f"the lock's declared order is {lock.instance_order}"
+                if lock.instance_order
+                else "the lock declares no instance order"
+            )
+            other = "a second run of the same path" if f.path == e.path else f"path '{f.path}'"
+            yield Diagnostic(
+                "LD202",
+                Severity.ERROR,
+                f"path '{e.path}' takes several instances of {clash.lock} {order}; {declared}",
+                e.location,
+                f"take them in {lock.instance_order} (say so with order:), or hold a gate lock"
+                if lock.instance_order
+                else "declare instances: {order: ...} on the lock and take every instance in it",
+                details=(
+                    f"{other} at {_where(f)} also holds one instance ({f.held_mode}) while "
+                    f"taking another ({f.wanted_mode}); with opposite orders the two wait on "
+                    "each other.",
+                ),
+                paths=tuple(dict.fromkeys((e.path, f.path))),
+                locks=(clash.lock,),
+            )
+
+
+@rule(
+    "LD203",
+    "lock-upgrade",
+    Severity.ERROR,
+    summary="A path takes a lock in a weaker mode, then in a stronger one.",
+    what=(
+        "Reports a transaction that holds a lock in a mode that others may hold at the same "
+        "time (shared, FOR SHARE) and then asks for a conflicting stronger mode of the same "
+        "lock, unless a gate lock keeps two runs apart."
+    ),
+    why=(
+        "Two runs both get the weak mode, then each waits for the other to let go: Postgres "
+        "reports 40P01 at once (its early deadlock check), every time the two overlap."
+    ),
+    example={
+        "locks.yaml": """\
+lockdocs: 1
+page: {title: Locks}
+locks:
+  catalog:
+    title: Catalog
+    kind: advisory
+    key: {hashtextextended: {text: catalog}}
+    modes: {shared: readers, exclusive: the publisher}
+""",
+        "paths/catalog.yaml": """\
+group: Catalog
+paths:
+  publish:
+    title: Publish
+    steps:
+      - take: catalog
+        mode: shared
+      - take: catalog
+        mode: exclusive
+""",
+    },
+    use_instead={
+        "locks.yaml": """\
+lockdocs: 1
+page: {title: Locks}
+locks:
+  catalog:
+    title: Catalog
+    kind: advisory
+    key: {hashtextextended: {text: catalog}}
+    modes: {shared: readers, exclusive: the publisher}
+""",
+        "paths/catalog.yaml": """\
+group: Catalog
+paths:
+  publish:
+    title: Publish
+    steps:
+      - take: catalog
+        mode: exclusive
+""",
+    },
+)
+def check_upgrades(ctx: Context) -> Iterable[Diagnostic]:
+    seen: set[tuple[str, str, int]] = set()
+    for ev in ctx.all_events:
+        if ev.kind != "upgrade":
+            continue
+        kind = ctx.lock_kind(ev.lock, None)
+        held = next(h for h in ev.held if h.lock == ev.lock)
+        if not conflicts(kind, ev.mode, held.mode) or conflicts(kind, held.mode, held.mode):
+            continue
+        as_edge = Edge(ev.lock, ev.lock, ev.path, ev.location, held.mode, ev.mode, ev.held)
+        if gate(ctx, as_edge, as_edge):
+            continue
+        key = (ev.path, ev.lock, ev.location.line)
+        if key in seen:
+            continue
+        seen.add(key)
+        yield Diagnostic(
+            "LD203",
+            Severity.ERROR,
+            f"path '{ev.path}' holds {ev.lock} ({held.mode}) and then asks for it {ev.mode}",
+            ev.location,
+            f"take {ev.lock} {ev.mode} from the start (line {held.acquired_at})",
+            details=(
+                f"Two runs of '{ev.path}' can both hold {ev.lock} {held.mode}; each then waits "
+                f"for the other to release it before it can get {ev.mode}.",
+            ),
+            paths=(ev.path,),
+            locks=(ev.lock,),
+        )

@@ -1,3 +1,481 @@
-"""Rules (filled in below)."""
+"""LD3xx: practice rules from experience with Postgres locking: bounded waits, no network calls
+under a lock, transaction-scoped advisory locks, the weakest row lock that does the job, SKIP
+LOCKED for queues only, and in-memory locks held until the commit."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
+
+from lockdocs.diagnostics import Diagnostic, Severity
+from lockdocs.rules.context import Context
+from lockdocs.rules.registry import rule
+
+_ROW = """\
+lockdocs: 1
+page: {title: Locks}
+transactions:
+  plain: {lock_timeout: none}
+  bounded: {lock_timeout: 3s}
+locks:
+  order:
+    title: Order row
+    kind: row
+    table: app.orders
+    modes: {for no key update: writers}
+"""
+
+
+def _held_text(held: Iterable[object]) -> str:
+    return ", ".join(sorted({f"{h.lock} ({h.mode})" for h in held}))  # type: ignore[attr-defined]
+
+
+@rule(
+    "LD301",
+    "wait-without-timeout",
+    Severity.INFO,
+    summary="A path waits for a lock in a transaction with no lock_timeout.",
+    what="Reports the first lock wait of each path whose transaction kind sets no lock_timeout.",
+    why=(
+        "Without a bound a waiter holds its connection and its own locks until its context "
+        "ends; one stuck holder can then stall every path behind it. lock_timeout turns that "
+        "into a quick 55P03 the code can retry."
+    ),
+    example={
+        "locks.yaml": _ROW,
+        "paths/orders.yaml": """\
+group: Orders
+paths:
+  ship:
+    title: Ship an order
+    transaction: plain
+    steps:
+      - take: order
+""",
+    },
+    use_instead={
+        "locks.yaml": _ROW,
+        "paths/orders.yaml": """\
+group: Orders
+paths:
+  ship:
+    title: Ship an order
+    transaction: bounded
+    steps:
+      - take: order
+""",
+    },
+)
+def no_timeout(ctx: Context) -> Iterable[Diagnostic]:
+    reported: set[tuple[str, str]] = set()
+    for ev in ctx.all_events:
+        if ev.kind != "acquire" or ev.option in ("nowait", "skip locked") or not ev.txkind:
+            continue
+        if ctx.lock_kind(ev.lock, None) == "memory":
+            continue
+        tk = ctx.model.transactions.get(ev.txkind)
+        if tk is None or tk.lock_timeout is not None:
+            continue
+        if (ev.path, ev.txkind) in reported:
+            continue
+        reported.add((ev.path, ev.txkind))
+        yield Diagnostic(
+            "LD301",
+            Severity.INFO,
+            f"path '{ev.path}' waits for {ev.lock} in a '{ev.txkind}' transaction, which sets "
+            "no lock_timeout",
+            ev.location,
+            "set lock_timeout on the transaction kind (SET LOCAL lock_timeout = '5s'), or "
+            "record why waiting until the context ends is acceptable",
+            paths=(ev.path,),
+            locks=(ev.lock,),
+        )
+
+
+@rule(
+    "LD302",
+    "external-call-under-lock",
+    Severity.WARNING,
+    summary="A network call is made while a lock is held.",
+    what="Reports an external call step made while the path holds any lock.",
+    why=(
+        "A remote call can take seconds or hang; every lock held meanwhile blocks other "
+        "transactions, and a pooled connection is pinned. Call before taking the locks, or "
+        "after the commit."
+    ),
+    example={
+        "locks.yaml": _ROW,
+        "paths/orders.yaml": """\
+group: Orders
+paths:
+  ship:
+    title: Ship an order
+    transaction: bounded
+    steps:
+      - take: order
+      - external: "carrier API: book a pickup"
+""",
+    },
+    use_instead={
+        "locks.yaml": _ROW,
+        "paths/orders.yaml": """\
+group: Orders
+paths:
+  ship:
+    title: Ship an order
+    transaction: bounded
+    steps:
+      - take: order
+      - commit
+      - external: "carrier API: book a pickup"
+""",
+    },
+)
+def external_under_lock(ctx: Context) -> Iterable[Diagnostic]:
+    seen: set[tuple[str, int]] = set()
+    for ev in ctx.all_events:
+        if ev.kind != "external" or not ev.held:
+            continue
+        if (ev.path, ev.location.line) in seen:
+            continue
+        seen.add((ev.path, ev.location.line))
+        yield Diagnostic(
+            "LD302",
+            Severity.WARNING,
+            f"path '{ev.path}' calls {ev.name!r} while holding {_held_text(ev.held)}",
+            ev.location,
+            "make the call before the transaction takes its locks, or after it commits",
+            paths=(ev.path,),
+            locks=tuple(sorted({h.lock for h in ev.held})),
+        )
+
+
+@rule(
+    "LD303",
+    "session-advisory-lock",
+    Severity.WARNING,
+    summary="An advisory lock is session-scoped.",
+    what="Reports an advisory lock declared with scope: session.",
+    why=(
+        "A session lock survives commit and rollback. Through a transaction pooler (PgBouncer "
+        "in transaction mode) it lands on whatever connection ran the statement, and an unlock "
+        "sent on another connection fails silently, stranding the lock. Prefer "
+        "pg_advisory_xact_lock unless the work must span transactions."
+    ),
+    example={
+        "locks.yaml": """\
+lockdocs: 1
+page: {title: Locks}
+locks:
+  init:
+    title: Server initialization
+    kind: advisory
+    scope: session
+    key: {hashtextextended: {text: server_init}}
+    modes: {exclusive: each replica at start-up}
+""",
+    },
+    use_instead={
+        "locks.yaml": """\
+lockdocs: 1
+page: {title: Locks}
+locks:
+  init:
+    title: Server initialization
+    kind: advisory
+    key: {hashtextextended: {text: server_init}}
+    modes: {exclusive: each replica at start-up}
+""",
+    },
+)
+def session_advisory(ctx: Context) -> Iterable[Diagnostic]:
+    for lock in ctx.model.locks.values():
+        if lock.kind == "advisory" and lock.scope == "session":
+            yield Diagnostic(
+                "LD303",
+                Severity.WARNING,
+                f"{lock.id} is a session-scoped advisory lock",
+                lock.location,
+                "use the transaction-scoped form, or hold it on one dedicated connection and "
+                "write down why (an exception with the reason)",
+                locks=(lock.id,),
+            )
+
+
+@rule(
+    "LD304",
+    "for-update-on-referenced-row",
+    Severity.WARNING,
+    summary="FOR UPDATE on a row other tables reference, where FOR NO KEY UPDATE would do.",
+    what=(
+        "Reports a FOR UPDATE take of a lock declared referenced_by_foreign_keys when the step "
+        "does not say it changes a key or deletes (changes_key: true, implicit: DELETE)."
+    ),
+    why=(
+        "FOR UPDATE conflicts with the FOR KEY SHARE that every insert of a referencing row "
+        "takes, so child inserts wait, and can deadlock against the parent's writer. FOR NO "
+        "KEY UPDATE does not conflict with FOR KEY SHARE."
+    ),
+    example={
+        "locks.yaml": """\
+lockdocs: 1
+page: {title: Locks}
+locks:
+  instance:
+    title: Instance row
+    kind: row
+    table: app.instances
+    referenced_by_foreign_keys: true
+    modes: {for update: processing}
+""",
+        "paths/instances.yaml": """\
+group: Instances
+paths:
+  process:
+    title: Process an instance
+    steps:
+      - take: instance
+""",
+    },
+    use_instead={
+        "locks.yaml": """\
+lockdocs: 1
+page: {title: Locks}
+locks:
+  instance:
+    title: Instance row
+    kind: row
+    table: app.instances
+    referenced_by_foreign_keys: true
+    modes: {for no key update: processing}
+""",
+        "paths/instances.yaml": """\
+group: Instances
+paths:
+  process:
+    title: Process an instance
+    steps:
+      - take: instance
+""",
+    },
+)
+def for_update_referenced(ctx: Context) -> Iterable[Diagnostic]:
+    seen: set[tuple[str, int]] = set()
+    for ev in ctx.all_events:
+        if ev.kind not in ("acquire", "upgrade") or ev.mode != "for update":
+            continue
+        lock = ctx.model.locks[ev.lock]
+        if not lock.referenced_by_foreign_keys or ev.changes_key:
+            continue
+        if ev.implicit and ev.implicit.upper().startswith("DELETE"):
+            continue
+        if (ev.path, ev.location.line) in seen:
+            continue
+        seen.add((ev.path, ev.location.line))
+        yield Diagnostic(
+            "LD304",
+            Severity.WARNING,
+            f"path '{ev.path}' takes {ev.lock} FOR UPDATE; other tables reference "
+            f"{lock.table or 'this row'} through foreign keys",
+            ev.location,
+            "use FOR NO KEY UPDATE unless the statement changes a key column or deletes "
+            "(then say changes_key: true)",
+            paths=(ev.path,),
+            locks=(ev.lock,),
+        )
+
+
+@rule(
+    "LD305",
+    "skip-locked-not-queue",
+    Severity.WARNING,
+    summary="SKIP LOCKED on rows that are not a work queue.",
+    what="Reports a SKIP LOCKED take of a lock not declared queue: true.",
+    why=(
+        "SKIP LOCKED silently leaves out rows another transaction holds. For claiming queue "
+        "items that is the point; for a correctness check it means the check does not see "
+        "every row."
+    ),
+    example={
+        "locks.yaml": _ROW,
+        "paths/orders.yaml": """\
+group: Orders
+paths:
+  audit:
+    title: Audit open orders
+    transaction: bounded
+    steps:
+      - take: order
+        option: skip locked
+""",
+    },
+    use_instead={
+        "locks.yaml": _ROW.replace(
+            "    modes: {for no key update: writers}",
+            "    queue: true\n    modes: {for no key update: writers}",
+        ),
+        "paths/orders.yaml": """\
+group: Orders
+paths:
+  audit:
+    title: Claim orders to ship
+    transaction: bounded
+    steps:
+      - take: order
+        option: skip locked
+""",
+    },
+)
+def skip_locked(ctx: Context) -> Iterable[Diagnostic]:
+    seen: set[tuple[str, int]] = set()
+    for ev in ctx.all_events:
+        if ev.option != "skip locked" or ctx.model.locks[ev.lock].queue:
+            continue
+        if (ev.path, ev.location.line) in seen:
+            continue
+        seen.add((ev.path, ev.location.line))
+        yield Diagnostic(
+            "LD305",
+            Severity.WARNING,
+            f"path '{ev.path}' takes {ev.lock} with SKIP LOCKED, but the lock is not a queue",
+            ev.location,
+            "declare queue: true on the lock if its rows are claimed as work items; otherwise "
+            "wait for the rows (or use NOWAIT and retry)",
+            paths=(ev.path,),
+            locks=(ev.lock,),
+        )
+
+
+@rule(
+    "LD306",
+    "memory-lock-released-before-commit",
+    Severity.ERROR,
+    summary="An in-memory lock is released before the transaction's writes commit.",
+    what=(
+        "Reports a release of an in-memory lock in a transaction that has written and not yet "
+        "committed."
+    ),
+    why=(
+        "The next holder of the in-memory lock may read before the commit and miss the "
+        "changes it was meant to see. Commit first, then release."
+    ),
+    example={
+        "locks.yaml": """\
+lockdocs: 1
+page: {title: Locks}
+locks:
+  fleet:
+    title: Fleet lockset
+    kind: memory
+    modes: {exclusive: processing}
+""",
+        "paths/fleets.yaml": """\
+group: Fleets
+paths:
+  process:
+    title: Process a fleet
+    steps:
+      - take: fleet
+      - write: fleet status
+      - release: fleet
+      - commit
+""",
+    },
+    use_instead={
+        "locks.yaml": """\
+lockdocs: 1
+page: {title: Locks}
+locks:
+  fleet:
+    title: Fleet lockset
+    kind: memory
+    modes: {exclusive: processing}
+""",
+        "paths/fleets.yaml": """\
+group: Fleets
+paths:
+  process:
+    title: Process a fleet
+    steps:
+      - take: fleet
+      - write: fleet status
+      - commit
+      - release: fleet
+""",
+    },
+)
+def memory_release(ctx: Context) -> Iterable[Diagnostic]:
+    seen: set[tuple[str, int]] = set()
+    for backend in ctx.backends:
+        for ev in ctx.events(backend):
+            if ev.kind != "release" or not ev.wrote:
+                continue
+            if ctx.lock_kind(ev.lock, backend) != "memory":
+                continue
+            if (ev.path, ev.location.line) in seen:
+                continue
+            seen.add((ev.path, ev.location.line))
+            yield Diagnostic(
+                "LD306",
+                Severity.ERROR,
+                f"path '{ev.path}' releases the in-memory lock {ev.lock} before its writes commit",
+                ev.location,
+                "move the commit before the release",
+                paths=(ev.path,),
+                locks=(ev.lock,),
+            )
+
+
+@rule(
+    "LD307",
+    "transaction-left-open",
+    Severity.INFO,
+    summary="A path returns with its transaction open while it holds locks.",
+    what="Reports a leave_open step taken while locks are held.",
+    why=(
+        "Whatever runs after the return (rendering a response, a network call) extends how "
+        "long those locks are held, and other paths wait for it."
+    ),
+    example={
+        "locks.yaml": _ROW,
+        "paths/orders.yaml": """\
+group: Orders
+paths:
+  sync:
+    title: Sync an order
+    transaction: bounded
+    steps:
+      - take: order
+      - leave_open: the caller rolls back after rendering
+""",
+    },
+    use_instead={
+        "locks.yaml": _ROW,
+        "paths/orders.yaml": """\
+group: Orders
+paths:
+  sync:
+    title: Sync an order
+    transaction: bounded
+    steps:
+      - take: order
+      - rollback
+""",
+    },
+)
+def left_open(ctx: Context) -> Iterable[Diagnostic]:
+    seen: set[tuple[str, int]] = set()
+    for ev in ctx.all_events:
+        if ev.kind != "leave_open" or not ev.held:
+            continue
+        if (ev.path, ev.location.line) in seen:
+            continue
+        seen.add((ev.path, ev.location.line))
+        yield Diagnostic(
+            "LD307",
+            Severity.INFO,
+            f"path '{ev.path}' returns with its transaction open, holding {_held_text(ev.held)}",
+            ev.location,
+            "end the transaction before returning, or keep what runs after the return short",
+            paths=(ev.path,),
+            locks=tuple(sorted({h.lock for h in ev.held})),
+        )

@@ -68,8 +68,7 @@ def rule(
 ) -> Callable[[Check], Check]:
     def deco(fn: Check) -> Check:
         register(
-            RuleInfo(code, name, severity, summary, what, why, example or {}, use_instead or {},
-                     fn)
+            RuleInfo(code, name, severity, summary, what, why, example or {}, use_instead or {}, fn)
         )
         return fn
 
@@ -78,7 +77,7 @@ def rule(
 
 def load_all() -> dict[str, RuleInfo]:
     """Import every rule module so the registry is complete."""
-    from lockdocs.rules import (  # noqa: F401, PLC0415 - imported for their registrations
+    from lockdocs.rules import (  # noqa: F401 - imported for their registrations
         declarations,
         declared,
         keyrules,

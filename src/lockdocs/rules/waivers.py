@@ -48,7 +48,8 @@ paths:
         "that no longer exists."
     ),
     example={
-        "locks.yaml": _LOCKS + """\
+        "locks.yaml": _LOCKS
+        + """\
 exceptions:
   - rule: LD202
     path: transfer
@@ -103,10 +104,12 @@ def apply_waivers(
         if w.index in used:
             continue
         scope = " ".join(
-            x for x in (
+            x
+            for x in (
                 f"path '{w.path}'" if w.path else "",
                 f"lock '{w.lock}'" if w.lock else "",
-            ) if x
+            )
+            if x
         )
         out.append(
             Diagnostic(
@@ -116,7 +119,8 @@ def apply_waivers(
                 "matches no finding",
                 w.location,
                 "the deviation is gone: delete the exception (and close its issue"
-                + (f" #{w.issue}" if w.issue else "") + ")",
+                + (f" #{w.issue}" if w.issue else "")
+                + ")",
                 paths=(w.path,) if w.path else (),
                 locks=(w.lock,) if w.lock else (),
             )

@@ -141,7 +141,7 @@ BACKEND = _obj(
         "kind": _s("The lock's kind on this backend.", enum=KINDS),
         "table": _s("The table, for a row lock."),
         "mode": _s("The mode taken on this backend.", enum=ALL_MODES),
-        "how": _s("How the code takes it there (e.g. get_lockset(\"instances\"))."),
+        "how": _s('How the code takes it there (e.g. get_lockset("instances")).'),
     },
     ["kind"],
 )
@@ -303,7 +303,10 @@ PAGE = _obj(
         "audience": _s("Who the page is for."),
         "summary": _s("One sentence under the title."),
         "intro": _s("Prose before the tables (Markdown)."),
-        "output": _s("The page's file under docs/, e.g. database-locks.md.", pattern=r"^[A-Za-z0-9_./-]+\.md$"),
+        "output": _s(
+            "The page's file under docs/, e.g. database-locks.md.",
+            pattern=r"^[A-Za-z0-9_./-]+\.md$",
+        ),
         "key_intro": _s("Prose before the key constructions."),
         "order_intro": _s("Prose before the paths."),
     },
@@ -337,14 +340,18 @@ def _step_schema() -> dict[str, Any]:
             "mode": _s("The mode; the lock's only mode when omitted.", enum=ALL_MODES),
             "via": VIA,
             "note": _s("A note for the reader."),
-            "instance": _s("Names the instance when a path takes two distinct ones outside a loop."),
+            "instance": _s(
+                "Names the instance when a path takes two distinct ones outside a loop."
+            ),
             "again": {
                 "type": "boolean",
                 "description": "Inside a loop: the instance already held (the same row), not a new one.",
             },
             "order": _s("The order this take follows relative to earlier instances."),
             "option": _s("nowait or skip locked.", enum=["nowait", "skip locked"]),
-            "implicit": _s("The statement that takes the lock implicitly (UPDATE, DELETE, a foreign-key check)."),
+            "implicit": _s(
+                "The statement that takes the lock implicitly (UPDATE, DELETE, a foreign-key check)."
+            ),
             "changes_key": {
                 "type": "boolean",
                 "description": "The statement changes a key column or deletes, so FOR UPDATE is needed.",
@@ -427,8 +434,18 @@ def _step_schema() -> dict[str, Any]:
         "description": "One step of a path: a mapping named by its first key, or commit / rollback.",
         "oneOf": [
             {"enum": ["commit", "rollback"], "description": "End the transaction."},
-            take, loop, branches, run, call, external, write, begin, commit, rollback,
-            leave_open, release,
+            take,
+            loop,
+            branches,
+            run,
+            call,
+            external,
+            write,
+            begin,
+            commit,
+            rollback,
+            leave_open,
+            release,
         ],
     }
 
@@ -446,7 +463,11 @@ PATH = _obj(
         "summary": _s("Prose shown before the steps."),
         "notes": _s("Prose shown after the steps."),
         "issues": _issues(),
-        "steps": {"type": "array", "description": "Steps in order.", "items": {"$ref": "#/$defs/step"}},
+        "steps": {
+            "type": "array",
+            "description": "Steps in order.",
+            "items": {"$ref": "#/$defs/step"},
+        },
     },
     ["title", "steps"],
 )
@@ -522,7 +543,10 @@ def paths_schema() -> dict[str, Any]:
         "properties": {
             "lockdocs": {"const": 1, "description": "The format version; 1."},
             "group": _s("The group's title on the page."),
-            "order": {"type": "integer", "description": "Where the group stands on the page (ascending)."},
+            "order": {
+                "type": "integer",
+                "description": "Where the group stands on the page (ascending).",
+            },
             "intro": _s("Prose before the group's paths."),
             "transaction": _s("The default transaction kind of the paths in this file."),
             "paths": {

@@ -16,14 +16,24 @@ from lockdocs.load import Document
 from lockdocs.schema.definition import locks_schema, paths_schema
 
 STEP_KEYS = (
-    "take", "loop", "branches", "run", "call", "external", "write", "begin", "commit",
-    "rollback", "leave_open", "release",
+    "take",
+    "loop",
+    "branches",
+    "run",
+    "call",
+    "external",
+    "write",
+    "begin",
+    "commit",
+    "rollback",
+    "leave_open",
+    "release",
 )
 
 
 @functools.cache
 def _validator(kind: str) -> Any:
-    import jsonschema  # noqa: PLC0415 - heavy import kept off the start-up path
+    import jsonschema
 
     schema = locks_schema() if kind == "locks" else paths_schema()
     return jsonschema.Draft202012Validator(schema)
@@ -78,10 +88,7 @@ def _describe(error: Any, doc: Document) -> Diagnostic:
         on_key = True
         message = f"unknown field '{bad}'"
         close = difflib.get_close_matches(bad, allowed, n=1)
-        if close:
-            hint = f"did you mean '{close[0]}'?"
-        else:
-            hint = "allowed here: " + ", ".join(allowed)
+        hint = f"did you mean '{close[0]}'?" if close else "allowed here: " + ", ".join(allowed)
     elif validator == "required":
         missing = [k for k in error.validator_value if k not in inst]
         message = f"missing required field '{missing[0] if missing else '?'}'"

@@ -1,0 +1,173 @@
+"""The lock-order graph: an edge A -> B wherever a path takes B while holding A.
+
+Each edge keeps its witness: the path, the step's location, both modes and the full held set
+(the guards), so a cycle can be checked for whether its waits can really happen and explained
+step by step. Nodes are lock classes; a self-edge means one path holds two instances of a class.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from lockdocs.analysis.flatten import Event, Held
+from lockdocs.diagnostics import Location
+from lockdocs.rules.context import Context
+
+
+@dataclass(frozen=True)
+class Edge:
+    src: str
+    dst: str
+    path: str
+    location: Location
+    held_mode: str
+    wanted_mode: str
+    guards: tuple[Held, ...]
+    ordered: bool = False
+    order: str | None = None
+    backend: str | None = None
+    transaction: int = 0
+    txkind: str | None = None
+    through: tuple[str, ...] = ()
+    held_at: int = 0  # line where src was taken
+
+    def sort_key(self) -> tuple[str, int, int, str, str]:
+        return (self.location.file, self.location.line, self.location.column, self.src, self.dst)
+
+
+@dataclass
+class LockGraph:
+    nodes: list[str]
+    edges: list[Edge]
+    by_pair: dict[tuple[str, str], list[Edge]] = field(default_factory=dict)
+
+    def successors(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = defaultdict(list)
+        for src, dst in sorted(self.by_pair):
+            if src != dst:
+                out[src].append(dst)
+        return out
+
+
+def _edges_of(ev: Event, ctx: Context, backend: str | None) -> list[Edge]:
+    out: list[Edge] = []
+    lock = ctx.model.locks[ev.lock]
+    for h in ev.held:
+        if h.lock == ev.lock:
+            if ev.kind != "acquire" or h.instance == ev.instance or lock.singleton:
+                continue
+        elif h.loop and h.loop == ev.loop and h.instance != ev.instance:
+            # Per-iteration locks of one loop: an instance of the next iteration belongs to
+            # another element, so the element order (the self-edge) speaks for it.
+            continue
+        ordered = (
+            h.lock == ev.lock
+            and ev.order is not None
+            and lock.instance_order is not None
+            and ev.order == lock.instance_order
+        )
+        out.append(
+            Edge(
+                src=h.lock,
+                dst=ev.lock,
+                path=ev.path,
+                location=ev.location,
+                held_mode=h.mode,
+                wanted_mode=ev.mode,
+                guards=ev.held,
+                ordered=ordered,
+                order=ev.order if h.lock == ev.lock else None,
+                backend=backend,
+                transaction=ev.transaction,
+                txkind=ev.txkind,
+                through=ev.through,
+                held_at=h.acquired_at,
+            )
+        )
+    return out
+
+
+def build_graph(ctx: Context, backend: str | None = None) -> LockGraph:
+    edges: list[Edge] = []
+    seen: set[Edge] = set()
+    for ev in ctx.events(backend):
+        if ev.kind not in ("acquire", "upgrade"):
+            continue
+        for e in _edges_of(ev, ctx, backend):
+            if e not in seen:
+                seen.add(e)
+                edges.append(e)
+    edges.sort(key=Edge.sort_key)
+    by_pair: dict[tuple[str, str], list[Edge]] = defaultdict(list)
+    for e in edges:
+        by_pair[(e.src, e.dst)].append(e)
+    return LockGraph(nodes=list(ctx.model.locks), edges=edges, by_pair=dict(by_pair))
+
+
+def strongly_connected(nodes: list[str], succ: dict[str, list[str]]) -> list[list[str]]:
+    """Tarjan's algorithm, iterative (no recursion limit), in a deterministic order."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    out: list[list[str]] = []
+    counter = 0
+    for root in sorted(nodes):
+        if root in index:
+            continue
+        work: list[tuple[str, int]] = [(root, 0)]
+        while work:
+            node, i = work.pop()
+            if i == 0:
+                index[node] = low[node] = counter
+                counter += 1
+                stack.append(node)
+                on_stack.add(node)
+            children = succ.get(node, [])
+            if i < len(children):
+                work.append((node, i + 1))
+                child = children[i]
+                if child not in index:
+                    work.append((child, 0))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            if low[node] == index[node]:
+                comp: list[str] = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    comp.append(w)
+                    if w == node:
+                        break
+                out.append(sorted(comp))
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+    return out
+
+
+def elementary_cycles(
+    comp: list[str], succ: dict[str, list[str]], limit: int = 2000
+) -> list[tuple[str, ...]]:
+    """Elementary cycles inside one strongly connected component, each starting at its
+    smallest node; bounded, since real lock graphs have tiny components."""
+    members = set(comp)
+    cycles: list[tuple[str, ...]] = []
+    for start in sorted(comp):
+        # Only cycles whose smallest node is `start`: each cycle is found once.
+        stack: list[tuple[str, list[str]]] = [(start, [start])]
+        while stack:
+            node, trail = stack.pop()
+            for nxt in reversed(succ.get(node, [])):
+                if nxt not in members or nxt < start:
+                    continue
+                if nxt == start:
+                    cycles.append(tuple(trail))
+                    if len(cycles) >= limit:
+                        return cycles
+                elif nxt not in trail:
+                    stack.append((nxt, [*trail, nxt]))
+    cycles.sort(key=lambda c: (len(c), c))
+    return cycles
