@@ -620,7 +620,10 @@ class _Resolver:
             waivers=waivers,
             planned=planned,
             issue_url=self.data.get("issues"),
-            checks=dict(self.data.get("checks") or {}),
+            checks={
+                code: "off" if value is False else str(value)
+                for code, value in (self.data.get("checks") or {}).items()
+            },
             files=(LOCKS_FILE, *(d.file for d in self.path_docs)),
         )
 

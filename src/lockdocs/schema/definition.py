@@ -325,9 +325,12 @@ PLANNED = _obj(
 
 CHECKS = {
     "type": "object",
-    "description": "Severity per check code: error, warning, info or off.",
+    "description": (
+        "Severity per check code: error, warning, info or off (YAML reads a bare off as "
+        "false, which means off too)."
+    ),
     "propertyNames": {"pattern": "^LD[0-9]{3}$"},
-    "additionalProperties": {"enum": ["error", "warning", "info", "off"]},
+    "additionalProperties": {"enum": ["error", "warning", "info", "off", False]},
 }
 
 
@@ -559,3 +562,24 @@ def paths_schema() -> dict[str, Any]:
         },
         "$defs": _defs(),
     }
+
+
+def shipped_files() -> dict[str, str]:
+    """The schema files shipped in the package, for editors (`$schema=` lines) to point at."""
+    import json
+
+    return {
+        name: json.dumps(schema, indent=2, sort_keys=True) + "\n"
+        for name, schema in (
+            ("locks.schema.json", locks_schema()),
+            ("paths.schema.json", paths_schema()),
+        )
+    }
+
+
+if __name__ == "__main__":  # python -m lockdocs.schema.definition: rewrite the shipped files
+    from pathlib import Path
+
+    here = Path(__file__).parent
+    for name, text in shipped_files().items():
+        (here / name).write_text(text, encoding="utf-8")

@@ -80,6 +80,8 @@ def _describe(error: Any, doc: Document) -> Diagnostic:
     inst = error.instance
     on_key = False
     hint = "see the format reference (lockdocs schema)"
+    if "propertyNames" in error.schema_path:  # a key, checked as a value: point at the key
+        validator = "propertyNames"
     if validator == "additionalProperties":
         allowed = sorted(error.schema.get("properties", {}))
         extras = [k for k in inst if k not in error.schema.get("properties", {})]
@@ -114,8 +116,10 @@ def _describe(error: Any, doc: Document) -> Diagnostic:
         else:
             hint = "ids are lower-case slugs: letters, digits, '.', '_' and '-'"
     elif validator == "propertyNames":
-        message = f"'{inst}' has a key that is not allowed here"
-        hint = "ids are lower-case slugs: letters, digits, '.', '_' and '-'"
+        path = (*path, str(inst))
+        on_key = True
+        message = f"'{inst}' is not a valid id"
+        hint = "ids are lower-case slugs: letters, digits, '.', '_' and '-' (e.g. pool-row)"
     elif validator in ("minProperties", "minItems"):
         message = "this must not be empty"
         hint = "add at least one entry, or remove the field"
