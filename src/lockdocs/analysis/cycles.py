@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lockdocs.analysis.graph import Edge, LockGraph, elementary_cycles, strongly_connected
+from lockdocs.analysis.graph import Edge, LockGraph, strongly_connected
 from lockdocs.modes import conflicts
 from lockdocs.rules.context import Context
 
@@ -84,21 +84,130 @@ def realize(ctx: Context, locks: tuple[str, ...], graph: LockGraph) -> tuple[Edg
     return tuple(chosen) if search(0) else None
 
 
-def find_cycles(ctx: Context, graph: LockGraph) -> list[Cycle]:
-    """Real, minimal cycles across distinct locks, deterministic order."""
-    succ = graph.successors()
+def _rotate(cycle: Cycle) -> Cycle:
+    """Start at the smallest lock, so one cycle has one spelling."""
+    i = cycle.locks.index(min(cycle.locks))
+    return Cycle(
+        cycle.locks[i:] + cycle.locks[:i], cycle.edges[i:] + cycle.edges[:i], cycle.backend
+    )
+
+
+def _valid(ctx: Context, chain: list[Edge]) -> bool:
+    locks = [e.src for e in chain]
+    if len(set(locks)) != len(locks):
+        return False
+    return not any(gate(ctx, a, b) for i, a in enumerate(chain) for b in chain[i + 1 :])
+
+
+def find_cycles(ctx: Context, graph: LockGraph, dfs_budget: int = 20_000) -> list[Cycle]:
+    """Real, minimal cycles across distinct locks, in a deterministic order.
+
+    The search runs on the graph of hops: a node is one edge (one behaviour of a path between
+    two locks), and hop e leads to hop f when e's wanted lock is f's held one and e's wanted
+    mode conflicts with f's held mode, with no gate between the two. A cycle there is a chain
+    of waits; strongly connected components bound the search, and a breadth-first search from
+    each hop finds the shortest such cycle through it, so the cost stays near-linear when the
+    components are small, as they are in a healthy code base.
+    """
+    reps: list[Edge] = []
+    for (src, dst), edges in sorted(graph.by_pair.items()):
+        if src != dst:
+            reps.extend(_representatives(edges, ctx))
+    by_src: dict[str, list[int]] = {}
+    for i, e in enumerate(reps):
+        by_src.setdefault(e.src, []).append(i)
+    succ: dict[int, list[int]] = {}
+    for i, e in enumerate(reps):
+        succ[i] = [
+            j
+            for j in by_src.get(e.dst, ())
+            if _waits(ctx, e, reps[j]) and not gate(ctx, e, reps[j])
+        ]
+    backend = graph.edges[0].backend if graph.edges else None
     found: list[Cycle] = []
-    for comp in strongly_connected(graph.nodes, succ):
+    seen: set[tuple[str, ...]] = set()
+    covered: set[tuple[str, str]] = set()
+
+    def record(chain: list[Edge]) -> None:
+        cyc = _rotate(Cycle(tuple(e.src for e in chain), tuple(chain), backend))
+        if cyc.locks in seen:
+            return
+        if any(set(c.locks) <= set(cyc.locks) for c in found):
+            return  # a smaller real cycle already explains these locks
+        seen.add(cyc.locks)
+        found.append(cyc)
+        covered.update((e.src, e.dst) for e in chain)
+
+    for comp in strongly_connected(list(range(len(reps))), succ):
         if len(comp) < 2:
             continue
-        for locks in elementary_cycles(comp, succ):
-            if any(set(c.locks) <= set(locks) for c in found):
-                continue  # a smaller real cycle already explains these locks
-            witness = realize(ctx, locks, graph)
-            if witness is not None:
-                found.append(Cycle(locks, witness, graph.edges[0].backend if graph.edges else None))
+        members = set(comp)
+        for start in sorted(comp, key=lambda i: reps[i].sort_key()):
+            if (reps[start].src, reps[start].dst) in covered:
+                continue
+            chain = _shortest(start, succ, members, reps, ctx)
+            if chain is not None and _valid(ctx, chain):
+                record(chain)
+                continue
+            chain = _bounded_dfs(start, succ, members, reps, ctx, dfs_budget)
+            if chain is not None:
+                record(chain)
     found.sort(key=lambda c: (len(c.locks), c.locks))
     return found
+
+
+def _shortest(
+    start: int, succ: dict[int, list[int]], members: set[int], reps: list[Edge], ctx: Context
+) -> list[Edge] | None:
+    parent: dict[int, int] = {start: -1}
+    frontier = [start]
+    while frontier:
+        nxt: list[int] = []
+        for n in frontier:
+            for m in succ[n]:
+                if m == start:
+                    chain = [n]
+                    while parent[chain[-1]] != -1:
+                        chain.append(parent[chain[-1]])
+                    return [reps[i] for i in reversed(chain)]
+                if m in members and m not in parent and not gate(ctx, reps[start], reps[m]):
+                    parent[m] = n
+                    nxt.append(m)
+        frontier = nxt
+    return None
+
+
+def _bounded_dfs(
+    start: int,
+    succ: dict[int, list[int]],
+    members: set[int],
+    reps: list[Edge],
+    ctx: Context,
+    budget: int,
+) -> list[Edge] | None:
+    """Simple cycles through `start` that respect every gate and visit each lock once."""
+    stack: list[tuple[int, int]] = [(start, 0)]
+    chain: list[Edge] = [reps[start]]
+    locks = {reps[start].src}
+    while stack and budget > 0:
+        node, i = stack[-1]
+        if i >= len(succ[node]):
+            stack.pop()
+            gone = chain.pop()
+            locks.discard(gone.src)
+            continue
+        stack[-1] = (node, i + 1)
+        m = succ[node][i]
+        budget -= 1
+        if m == start and len(chain) > 1:
+            return list(chain)
+        e = reps[m]
+        if m not in members or e.src in locks or any(gate(ctx, c, e) for c in chain):
+            continue
+        stack.append((m, 0))
+        chain.append(e)
+        locks.add(e.src)
+    return None
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,15 @@ step by step. Nodes are lock classes; a self-edge means one path holds two insta
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from lockdocs.analysis.flatten import Event, Held
 from lockdocs.diagnostics import Location
 from lockdocs.rules.context import Context
+
+T = TypeVar("T", int, str)
 
 
 @dataclass(frozen=True)
@@ -105,18 +109,18 @@ def build_graph(ctx: Context, backend: str | None = None) -> LockGraph:
     return LockGraph(nodes=list(ctx.model.locks), edges=edges, by_pair=dict(by_pair))
 
 
-def strongly_connected(nodes: list[str], succ: dict[str, list[str]]) -> list[list[str]]:
+def strongly_connected(nodes: list[T], succ: Mapping[T, list[T]]) -> list[list[T]]:
     """Tarjan's algorithm, iterative (no recursion limit), in a deterministic order."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    on_stack: set[str] = set()
-    stack: list[str] = []
-    out: list[list[str]] = []
+    index: dict[T, int] = {}
+    low: dict[T, int] = {}
+    on_stack: set[T] = set()
+    stack: list[T] = []
+    out: list[list[T]] = []
     counter = 0
     for root in sorted(nodes):
         if root in index:
             continue
-        work: list[tuple[str, int]] = [(root, 0)]
+        work: list[tuple[T, int]] = [(root, 0)]
         while work:
             node, i = work.pop()
             if i == 0:
@@ -134,7 +138,7 @@ def strongly_connected(nodes: list[str], succ: dict[str, list[str]]) -> list[lis
                     low[node] = min(low[node], index[child])
                 continue
             if low[node] == index[node]:
-                comp: list[str] = []
+                comp: list[T] = []
                 while True:
                     w = stack.pop()
                     on_stack.discard(w)
@@ -146,28 +150,3 @@ def strongly_connected(nodes: list[str], succ: dict[str, list[str]]) -> list[lis
                 parent = work[-1][0]
                 low[parent] = min(low[parent], low[node])
     return out
-
-
-def elementary_cycles(
-    comp: list[str], succ: dict[str, list[str]], limit: int = 2000
-) -> list[tuple[str, ...]]:
-    """Elementary cycles inside one strongly connected component, each starting at its
-    smallest node; bounded, since real lock graphs have tiny components."""
-    members = set(comp)
-    cycles: list[tuple[str, ...]] = []
-    for start in sorted(comp):
-        # Only cycles whose smallest node is `start`: each cycle is found once.
-        stack: list[tuple[str, list[str]]] = [(start, [start])]
-        while stack:
-            node, trail = stack.pop()
-            for nxt in reversed(succ.get(node, [])):
-                if nxt not in members or nxt < start:
-                    continue
-                if nxt == start:
-                    cycles.append(tuple(trail))
-                    if len(cycles) >= limit:
-                        return cycles
-                elif nxt not in trail:
-                    stack.append((nxt, [*trail, nxt]))
-    cycles.sort(key=lambda c: (len(c), c))
-    return cycles

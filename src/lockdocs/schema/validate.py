@@ -1,6 +1,6 @@
 """Validate loaded documents against the JSON Schema and turn errors into located diagnostics.
 
-jsonschema reports a JSON path only; `Document.loc` maps it back to the YAML line. A step is a
+The validator reports a JSON path only; `Document.loc` maps it back to the YAML line. A step is a
 `oneOf` of many shapes, whose raw error says nothing useful, so the step's own key picks the
 branch whose errors are reported.
 """
@@ -14,6 +14,7 @@ from typing import Any
 from lockdocs.diagnostics import Diagnostic, Severity
 from lockdocs.load import Document
 from lockdocs.schema.definition import locks_schema, paths_schema
+from lockdocs.schema.fastcheck import Validator
 
 STEP_KEYS = (
     "take",
@@ -32,11 +33,8 @@ STEP_KEYS = (
 
 
 @functools.cache
-def _validator(kind: str) -> Any:
-    import jsonschema
-
-    schema = locks_schema() if kind == "locks" else paths_schema()
-    return jsonschema.Draft202012Validator(schema)
+def _validator(kind: str) -> Validator:
+    return Validator(locks_schema() if kind == "locks" else paths_schema())
 
 
 def _type_name(value: Any) -> str:
