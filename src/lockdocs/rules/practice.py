@@ -34,7 +34,10 @@ def _held_text(held: Iterable[object]) -> str:
     "wait-without-timeout",
     Severity.INFO,
     summary="A path waits for a lock in a transaction with no lock_timeout.",
-    what="Reports the first lock wait of each path whose transaction kind sets no lock_timeout.",
+    what=(
+        "Reports each transaction kind that sets no lock_timeout and in which some path waits "
+        "for a lock, listing the paths and where each first waits."
+    ),
     why=(
         "Without a bound a waiter holds its connection and its own locks until its context "
         "ends; one stuck holder can then stall every path behind it. lock_timeout turns that "
@@ -66,7 +69,8 @@ paths:
     },
 )
 def no_timeout(ctx: Context) -> Iterable[Diagnostic]:
-    reported: set[tuple[str, str]] = set()
+    # One finding per transaction kind, at the kind: that is where the fix goes.
+    waiting: dict[str, dict[str, object]] = {}
     for ev in ctx.all_events:
         if ev.kind != "acquire" or ev.option in ("nowait", "skip locked") or not ev.txkind:
             continue
@@ -75,19 +79,25 @@ def no_timeout(ctx: Context) -> Iterable[Diagnostic]:
         tk = ctx.model.transactions.get(ev.txkind)
         if tk is None or tk.lock_timeout is not None:
             continue
-        if (ev.path, ev.txkind) in reported:
-            continue
-        reported.add((ev.path, ev.txkind))
+        waiting.setdefault(ev.txkind, {}).setdefault(ev.path, ev)
+    for kind, paths in sorted(waiting.items()):
+        tk = ctx.model.transactions[kind]
+        names = sorted(paths)
+        shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
         yield Diagnostic(
             "LD301",
             Severity.INFO,
-            f"path '{ev.path}' waits for {ev.lock} in a '{ev.txkind}' transaction, which sets "
-            "no lock_timeout",
-            ev.location,
+            f"transaction kind '{kind}' sets no lock_timeout; {len(names)} "
+            f"path{'s' if len(names) != 1 else ''} wait for locks in it ({shown})",
+            tk.location,
             "set lock_timeout on the transaction kind (SET LOCAL lock_timeout = '5s'), or "
             "record why waiting until the context ends is acceptable",
-            paths=(ev.path,),
-            locks=(ev.lock,),
+            details=tuple(
+                f"{p} first waits at {paths[p].location} for {paths[p].lock}"  # type: ignore[attr-defined]
+                for p in names
+            ),
+            paths=tuple(names),
+            locks=tuple(sorted({paths[p].lock for p in names})),  # type: ignore[attr-defined]
         )
 
 
