@@ -86,16 +86,14 @@ class Validator:
         def err(kw: str, value: Any, message: str = "") -> SchemaError:
             return SchemaError(kw, value, inst, schema, path, (*spath, kw), (kw,), [], message)
 
+        # Like jsonschema, every failing keyword is reported; validate.py keeps one per value.
         if "const" in schema and not _equal(inst, schema["const"]):
             yield err("const", schema["const"])
-            return
         if "enum" in schema and not any(_equal(inst, c) for c in schema["enum"]):
             yield err("enum", schema["enum"])
-            return
         t = schema.get("type")
         if t is not None and not _is_type(inst, t):
             yield err("type", t)
-            return
         if "oneOf" in schema:
             branches = schema["oneOf"]
             if isinstance(inst, dict):

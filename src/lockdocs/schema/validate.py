@@ -148,9 +148,17 @@ def _describe(error: Any, doc: Document) -> Diagnostic:
 
 
 def validate(doc: Document, kind: str) -> list[Diagnostic]:
-    """All schema errors of one document, located."""
-    out: list[Diagnostic] = []
+    """All schema errors of one document, located; one per value (a wrong type first)."""
+    rank = {"type": 0, "const": 1, "enum": 2}
+    best: dict[tuple[object, ...], Any] = {}
+    order: list[tuple[object, ...]] = []
     for error in _validator(kind).iter_errors(doc.data):
         for leaf in _leaf_errors(error):
-            out.append(_describe(leaf, doc))
-    return out
+            group = "value" if leaf.validator in rank else leaf.validator
+            where = (*leaf.absolute_path, group)
+            if where not in best:
+                order.append(where)
+                best[where] = leaf
+            elif rank.get(leaf.validator, 9) < rank.get(best[where].validator, 9):
+                best[where] = leaf
+    return [_describe(best[w], doc) for w in order]

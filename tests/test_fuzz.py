@@ -1,0 +1,235 @@
+"""Fuzzing: documents generated from the JSON Schema and mutations of the flagship files.
+
+Whatever the input, lockdocs answers with exit code 0, 1 or 2 and located diagnostics, never a
+traceback. The default suite runs a small sample; `pytest -m fuzz` (make fuzz) runs the large,
+bounded one and prints its counts.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from conftest import REPO
+from lockdocs.cli import app
+from lockdocs.schema.definition import locks_schema, paths_schema
+
+RUNNER = CliRunner()
+FUZZ_CASES = int(os.environ.get("LOCKDOCS_FUZZ_CASES", "10000"))
+SAMPLE_CASES = 150
+
+
+def run_in_process(root: Path) -> tuple[int, str]:
+    result = RUNNER.invoke(app, ["check", "--no-drift", "--format", "json", "--root", str(root)])
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise AssertionError(f"traceback on input in {root}: {result.exception!r}") from (
+            result.exception
+        )
+    return result.exit_code, result.stdout
+
+
+# --- strategies from the JSON Schema -------------------------------------------------------------
+
+
+def _from_schema(
+    node: dict[str, Any], defs: dict[str, Any], depth: int = 0
+) -> st.SearchStrategy[Any]:
+    if "$ref" in node:
+        return st.deferred(lambda: _from_schema(defs[node["$ref"].split("/")[-1]], defs, depth + 1))
+    if "const" in node:
+        return st.just(node["const"])
+    if "enum" in node:
+        return st.sampled_from(node["enum"])
+    if "oneOf" in node:
+        return st.one_of([_from_schema(s, defs, depth + 1) for s in node["oneOf"]])
+    t = node.get("type")
+    if t == "string":
+        if "pattern" in node and node["pattern"].startswith("^"):
+            return st.from_regex(node["pattern"], fullmatch=True)
+        return st.text(min_size=node.get("minLength", 0), max_size=12)
+    if t == "integer":
+        return st.integers(min_value=node.get("minimum", -(2**63)), max_value=2**63 - 1)
+    if t == "boolean":
+        return st.booleans()
+    if t == "array":
+        items = node.get("items", {"type": "string"})
+        if depth > 6:
+            return st.just([])
+        return st.lists(
+            _from_schema(items, defs, depth + 1), min_size=node.get("minItems", 0), max_size=3
+        )
+    if t == "object" or "properties" in node:
+        props = node.get("properties", {})
+        required = node.get("required", [])
+        extra = node.get("additionalProperties")
+        fixed = {k: _from_schema(props[k], defs, depth + 1) for k in required if k in props}
+        optional = (
+            {k: _from_schema(v, defs, depth + 1) for k, v in props.items() if k not in required}
+            if depth < 7
+            else {}
+        )
+        base = st.fixed_dictionaries(fixed, optional=optional)
+        if isinstance(extra, dict):
+            keys = st.from_regex(r"^[a-z][a-z0-9-]{0,6}$", fullmatch=True)
+            return st.dictionaries(
+                keys,
+                _from_schema(extra, defs, depth + 1),
+                min_size=node.get("minProperties", 0),
+                max_size=3,
+            )
+        return base
+    return st.none()
+
+
+LOCKS = _from_schema(locks_schema(), locks_schema()["$defs"])
+PATHS = _from_schema(paths_schema(), paths_schema()["$defs"])
+
+
+# --- mutations of the flagship -------------------------------------------------------------------
+
+
+def _flagship_files() -> dict[str, str]:
+    files = {"locks.yaml": (REPO / "locks.yaml").read_text(encoding="utf-8")}
+    for p in sorted((REPO / "paths").glob("*.yaml")):
+        files[f"paths/{p.name}"] = p.read_text(encoding="utf-8")
+    return files
+
+
+def _mutate(text: str, rng: random.Random) -> str | bytes:
+    lines = text.splitlines(keepends=True)
+    op = rng.randrange(14)
+    i = rng.randrange(len(lines)) if lines else 0
+    j = rng.randrange(len(lines)) if lines else 0
+    if op == 0 and lines:  # delete a line
+        del lines[i]
+    elif op == 1 and lines:  # duplicate a line
+        lines.insert(i, lines[i])
+    elif op == 2 and lines:  # swap two lines
+        lines[i], lines[j] = lines[j], lines[i]
+    elif op == 3:  # change a scalar's type
+        lines = [
+            re.sub(
+                r": (\S.*)$",
+                rng.choice([": 12", ": [x]", ": {a: 1}", ": null", ": true", ": ''"]),
+                ln,
+                count=1,
+            )
+            if k == i
+            else ln
+            for k, ln in enumerate(lines)
+        ]
+    elif op == 4:  # random bytes
+        data = bytearray(text.encode("utf-8"))
+        for _ in range(rng.randint(1, 8)):
+            if data:
+                data[rng.randrange(len(data))] = rng.randrange(256)
+        return bytes(data)
+    elif op == 5:  # deep nesting
+        depth = rng.choice([10, 63, 65, 200, 5000])
+        lines.insert(i, "x: " + "[" * depth + "]" * depth + "\n")
+    elif op == 6:  # a huge scalar
+        lines.insert(i, "  note: " + "x" * rng.choice([10_000, 1_000_000]) + "\n")
+    elif op == 7:  # anchors and aliases
+        return "a: &a [1, 2]\nb: *a\n" + text + "\nc: &c {x: *a}\n"
+    elif op == 8:
+        return "\ufeff" + text
+    elif op == 9:
+        return text.replace("\n", "\r\n")
+    elif op == 10 and lines:  # a tab
+        lines[i] = "\t" + lines[i]
+    elif op == 11 and lines:  # indentation shift
+        lines[i] = "  " + lines[i]
+    elif op == 12:  # truncate
+        return text[: rng.randrange(len(text) + 1)]
+    else:  # rename an id-ish token
+        lines = [ln.replace(":", "_x:", 1) if k == i else ln for k, ln in enumerate(lines)]
+    return "".join(lines)
+
+
+def _write(root: Path, files: dict[str, str | bytes]) -> None:
+    if root.exists():
+        shutil.rmtree(root)
+    for name, content in files.items():
+        target = root / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        data = content if isinstance(content, bytes) else content.encode("utf-8", "surrogatepass")
+        target.write_bytes(data)
+
+
+def _mutation_run(tmp: Path, cases: int, seed: int) -> Counter[int]:
+    rng = random.Random(seed)
+    base = _flagship_files()
+    names = sorted(base)
+    codes: Counter[int] = Counter()
+    for n in range(cases):
+        files: dict[str, str | bytes] = dict(base)
+        name = rng.choice(names)
+        files[name] = _mutate(base[name], rng)
+        root = tmp / "m"
+        _write(root, files)
+        code, out = run_in_process(root)
+        assert code in (0, 1, 2), (n, name, code, out[-500:])
+        if code == 2:
+            import json
+
+            diags = json.loads(out)["diagnostics"]
+            assert diags and all(d["file"] and d["hint"] for d in diags), (n, name, out[-500:])
+        codes[code] += 1
+    return codes
+
+
+def _schema_run(tmp: Path, cases: int) -> Counter[int]:
+    codes: Counter[int] = Counter()
+
+    @settings(
+        max_examples=cases,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+        database=None,
+    )
+    @given(locks=LOCKS, paths=st.lists(PATHS, min_size=0, max_size=2))
+    def one(locks: dict[str, Any], paths: list[dict[str, Any]]) -> None:
+        files: dict[str, str | bytes] = {"locks.yaml": yaml.safe_dump(locks, sort_keys=False)}
+        for k, p in enumerate(paths):
+            files[f"paths/p{k}.yaml"] = yaml.safe_dump(p, sort_keys=False)
+        root = tmp / "s"
+        _write(root, files)
+        code, out = run_in_process(root)
+        assert code in (0, 1, 2), out[-500:]
+        codes[code] += 1
+
+    one()
+    return codes
+
+
+def test_mutations_sample(tmp_path: Path) -> None:
+    codes = _mutation_run(tmp_path, SAMPLE_CASES, seed=1)
+    assert sum(codes.values()) == SAMPLE_CASES
+
+
+def test_schema_documents_sample(tmp_path: Path) -> None:
+    codes = _schema_run(tmp_path, SAMPLE_CASES)
+    assert sum(codes.values()) >= SAMPLE_CASES
+
+
+@pytest.mark.fuzz
+def test_fuzz_long(tmp_path: Path) -> None:
+    half = FUZZ_CASES // 2
+    mutations = _mutation_run(tmp_path, half, seed=20261129)
+    schema_docs = _schema_run(tmp_path, FUZZ_CASES - half)
+    print(
+        f"\nfuzz: {sum(mutations.values())} flagship mutations, exit codes {dict(mutations)}; "
+        f"{sum(schema_docs.values())} schema documents, exit codes {dict(schema_docs)}"
+    )
