@@ -50,6 +50,7 @@ class Diagnostic:
     paths: tuple[str, ...] = ()
     locks: tuple[str, ...] = ()
     rule_id: str = ""
+    branches: tuple[str, ...] = ()  # the branch the finding is in, outermost first
     extra: dict[str, object] = field(default_factory=dict, compare=False, hash=False)
 
     def sort_key(self) -> tuple[str, int, int, str, str]:

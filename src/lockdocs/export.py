@@ -45,6 +45,8 @@ def key_json(key: m.Key) -> dict[str, Any]:
             if key.construction == "int4pair"
             else None
         ),
+        "function": key.function,
+        "algorithm": key.algorithm,
         "value": key.value,
         "int4_pair_value": list(key.pair) if key.pair else None,
         "tag": list(key.tag) if key.tag else None,
@@ -67,7 +69,14 @@ def lock_json(lock: m.Lock) -> dict[str, Any]:
         "referenced_by_foreign_keys": lock.referenced_by_foreign_keys,
         "instance_order": lock.instance_order,
         "backends": [
-            {"name": b.name, "kind": b.kind, "table": b.table, "mode": b.mode, "how": b.how}
+            {
+                "name": b.name,
+                "kind": b.kind,
+                "table": b.table,
+                "mode": b.mode,
+                "how": b.how,
+                "isolation": b.isolation,
+            }
             for b in lock.backends
         ],
         "taken_by": [
@@ -90,6 +99,12 @@ def lock_json(lock: m.Lock) -> dict[str, Any]:
 
 
 def step_json(step: m.Step) -> dict[str, Any]:
+    out = _step_body(step)
+    out["backend"] = step.backend
+    return out
+
+
+def _step_body(step: m.Step) -> dict[str, Any]:
     line = step.location.line
     if isinstance(step, m.Take):
         return {
@@ -248,9 +263,20 @@ def export_model(model: m.Model) -> dict[str, Any]:
                 "issue": w.issue,
                 "title": w.title,
                 "why": w.why,
+                "branch": w.branch,
                 "line": w.location.line,
             }
             for w in model.waivers
+        ],
+        "differences": [
+            {
+                "title": d.title,
+                "why": d.why,
+                "issue": d.issue,
+                "paths": list(d.paths),
+                "locks": list(d.locks),
+            }
+            for d in model.differences
         ],
         "planned": [
             {"issue": p.issue, "title": p.title, "affects": list(p.affects)} for p in model.planned

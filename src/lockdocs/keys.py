@@ -18,6 +18,17 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
 
+def _sha256_mod_2_63(text: str) -> int:
+    import hashlib
+
+    return int(hashlib.sha256(text.encode("utf-8")).hexdigest(), 16) % (2**63)
+
+
+# Application-side key functions lockdocs can reproduce, so their fixed keys join the exact
+# collision check (dstack's string_to_lock_id is the first).
+APPLICATION_HASHES = {"sha256 mod 2^63": _sha256_mod_2_63}
+
+
 def _text(raw: dict[str, Any]) -> KeyText:
     return KeyText(
         text=raw.get("text"),
@@ -151,6 +162,35 @@ def resolve_key(
             ),
             diags,
         )
+    if construction == "application":
+        kt = _text(body)
+        if kt.text is None and not kt.parts:
+            diags.append(
+                Diagnostic(
+                    "LD003",
+                    Severity.ERROR,
+                    "the key names neither a fixed text nor any runtime parts",
+                    doc.loc((*path, construction), key=True),
+                    "add text: (one fixed key) or parts: (the runtime values)",
+                )
+            )
+        algorithm = body.get("algorithm")
+        value = tag = None
+        if kt.fixed and kt.text is not None and algorithm in APPLICATION_HASHES:
+            value = APPLICATION_HASHES[algorithm](kt.text)
+            tag = pghash.bigint_to_tag(value)
+        return (
+            Key(
+                "application",
+                text=kt,
+                function=body.get("function"),
+                algorithm=algorithm,
+                declared_bits=body.get("bits"),
+                value=value,
+                tag=tag,
+            ),
+            diags,
+        )
     # int4pair
     first = body["first"] if isinstance(body["first"], int) else _text(body["first"])
     second = body["second"] if isinstance(body["second"], int) else _text(body["second"])
@@ -199,6 +239,9 @@ def key_sql(key: Key) -> str:
         return _text_sql("hashtextextended", key.text)
     if key.construction == "hashtext" and key.text is not None:
         return _text_sql("hashtext", key.text) + "::bigint"
+    if key.construction == "application" and key.text is not None:
+        inner = _text_sql("hashtext", key.text)[len("hashtext(") : -1]
+        return f"{key.function}({inner})"
     if key.construction == "constant":
         if key.constant_bytes is not None:
             return f"the bytes of '{key.constant_bytes}' as a bigint"

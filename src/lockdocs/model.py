@@ -33,11 +33,14 @@ class KeyText:
 class Key:
     """How an advisory key is built; `value` is the exact bigint when it is computable."""
 
-    construction: str  # hashtextextended | hashtext | constant | int4pair
+    construction: str  # hashtextextended | hashtext | constant | int4pair | application
     text: KeyText | None = None
     constant_value: int | None = None
     constant_bytes: str | None = None
     constant_name: str | None = None
+    function: str | None = None  # application keys
+    algorithm: str | None = None
+    declared_bits: int | None = None
     first: KeyText | int | None = None
     second: KeyText | int | None = None
     # Derived: the bigint (or for int4pair, None) and the Postgres lock tag when fixed.
@@ -57,8 +60,8 @@ class Key:
     def bits(self) -> int:
         if self.construction == "hashtext":
             return 32
-        if self.construction == "int4pair":
-            return 64
+        if self.construction == "application":
+            return self.declared_bits or 64
         return 64
 
 
@@ -69,6 +72,7 @@ class Backend:
     table: str | None = None
     mode: str | None = None
     how: str | None = None
+    isolation: str | None = None
 
 
 @dataclass(frozen=True)
@@ -157,6 +161,7 @@ class Loop:
     steps: tuple[Step, ...]
     order: str | None = None
     note: str | None = None
+    backend: str | None = None
 
 
 @dataclass(frozen=True)
@@ -164,6 +169,7 @@ class Branches:
     alternatives: tuple[tuple[str, tuple[Step, ...]], ...]
     location: Location
     note: str | None = None
+    backend: str | None = None
 
 
 @dataclass(frozen=True)
@@ -171,6 +177,7 @@ class Run:
     path: str
     location: Location
     note: str | None = None
+    backend: str | None = None
 
 
 @dataclass(frozen=True)
@@ -178,6 +185,7 @@ class Call:
     name: str
     location: Location
     note: str | None = None
+    backend: str | None = None
 
 
 @dataclass(frozen=True)
@@ -185,6 +193,7 @@ class External:
     name: str
     location: Location
     note: str | None = None
+    backend: str | None = None
 
 
 @dataclass(frozen=True)
@@ -193,6 +202,7 @@ class Write:
     location: Location
     via: tuple[str, ...] = ()
     note: str | None = None
+    backend: str | None = None
 
 
 @dataclass(frozen=True)
@@ -200,6 +210,7 @@ class Begin:
     transaction: str
     location: Location
     note: str | None = None
+    backend: str | None = None
 
 
 @dataclass(frozen=True)
@@ -209,6 +220,7 @@ class End:
     how: str  # commit | rollback | leave_open
     location: Location
     note: str | None = None
+    backend: str | None = None
 
 
 @dataclass(frozen=True)
@@ -217,6 +229,7 @@ class Release:
     location: Location
     via: tuple[str, ...] = ()
     note: str | None = None
+    backend: str | None = None
 
 
 Step = Take | Loop | Branches | Run | Call | External | Write | Begin | End | Release
@@ -277,6 +290,16 @@ class Waiver:
     lock: str | None = None
     issue: int | None = None
     title: str | None = None
+    branch: str | None = None
+
+
+@dataclass(frozen=True)
+class Difference:
+    title: str
+    why: str
+    issue: int | None = None
+    paths: tuple[str, ...] = ()
+    locks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -308,6 +331,7 @@ class Model:
     rules: dict[str, Rule]
     waivers: tuple[Waiver, ...]
     planned: tuple[Planned, ...]
+    differences: tuple[Difference, ...] = ()
     issue_url: str | None = None
     checks: dict[str, str] = field(default_factory=dict)
     files: tuple[str, ...] = ()

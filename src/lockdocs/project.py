@@ -168,7 +168,9 @@ class _Resolver:
                     )
                 )
             backends = tuple(
-                m.Backend(name, b["kind"], b.get("table"), b.get("mode"), b.get("how"))
+                m.Backend(
+                    name, b["kind"], b.get("table"), b.get("mode"), b.get("how"), b.get("isolation")
+                )
                 for name, b in (raw.get("backends") or {}).items()
             )
             for b in backends:
@@ -331,6 +333,7 @@ class _Resolver:
                         steps=self.steps(doc, (*p, "steps"), raw["steps"], locks, ctx),
                         order=raw.get("order"),
                         note=raw.get("note"),
+                        backend=raw.get("backend"),
                     )
                 )
             elif "branches" in raw:
@@ -338,27 +341,41 @@ class _Resolver:
                     (name, self.steps(doc, (*p, "branches", name), steps, locks, ctx))
                     for name, steps in raw["branches"].items()
                 )
-                out.append(m.Branches(alts, loc, raw.get("note")))
+                out.append(m.Branches(alts, loc, raw.get("note"), raw.get("backend")))
             elif "run" in raw:
                 ctx.runs.append((raw["run"], doc, (*p, "run")))
-                out.append(m.Run(raw["run"], loc, raw.get("note")))
+                out.append(m.Run(raw["run"], loc, raw.get("note"), raw.get("backend")))
             elif "call" in raw:
-                out.append(m.Call(raw["call"], loc, raw.get("note")))
+                out.append(m.Call(raw["call"], loc, raw.get("note"), raw.get("backend")))
             elif "external" in raw:
-                out.append(m.External(raw["external"], loc, raw.get("note")))
+                out.append(m.External(raw["external"], loc, raw.get("note"), raw.get("backend")))
             elif "write" in raw:
-                out.append(m.Write(raw["write"], loc, _via(raw.get("via")), raw.get("note")))
+                out.append(
+                    m.Write(
+                        raw["write"], loc, _via(raw.get("via")), raw.get("note"), raw.get("backend")
+                    )
+                )
             elif "begin" in raw:
                 ctx.begins.append((raw["begin"], doc, (*p, "begin")))
-                out.append(m.Begin(raw["begin"], loc, raw.get("note")))
+                out.append(m.Begin(raw["begin"], loc, raw.get("note"), raw.get("backend")))
             elif "commit" in raw:
-                out.append(m.End("commit", loc, raw.get("commit") or None))
+                out.append(m.End("commit", loc, raw.get("commit") or None, raw.get("backend")))
             elif "rollback" in raw:
-                out.append(m.End("rollback", loc, raw.get("rollback") or None))
+                out.append(m.End("rollback", loc, raw.get("rollback") or None, raw.get("backend")))
             elif "leave_open" in raw:
-                out.append(m.End("leave_open", loc, raw.get("leave_open") or None))
+                out.append(
+                    m.End("leave_open", loc, raw.get("leave_open") or None, raw.get("backend"))
+                )
             elif "release" in raw and self.lock_ref(doc, (*p, "release"), raw["release"], locks):
-                out.append(m.Release(raw["release"], loc, _via(raw.get("via")), raw.get("note")))
+                out.append(
+                    m.Release(
+                        raw["release"],
+                        loc,
+                        _via(raw.get("via")),
+                        raw.get("note"),
+                        raw.get("backend"),
+                    )
+                )
         return tuple(out)
 
     def paths(
@@ -575,6 +592,7 @@ class _Resolver:
                     lock=lid,
                     issue=raw.get("issue"),
                     title=raw.get("title"),
+                    branch=raw.get("branch"),
                 )
             )
         return tuple(out)
@@ -599,6 +617,27 @@ class _Resolver:
                         f"'{a}' is neither a lock nor a path",
                         _did_you_mean(a, [*locks, *paths]),
                     )
+        differences = []
+        for i, raw in enumerate(self.data.get("differences") or ()):
+            for j, pid in enumerate(raw.get("paths") or ()):
+                if pid not in paths:
+                    self.err(
+                        "LD004",
+                        self.ld.loc(("differences", i, "paths", j)),
+                        f"unknown path '{pid}'",
+                        _did_you_mean(pid, list(paths)),
+                    )
+            for j, lid in enumerate(raw.get("locks") or ()):
+                self.lock_ref(self.ld, ("differences", i, "locks", j), lid, locks)
+            differences.append(
+                m.Difference(
+                    raw["title"],
+                    raw["why"],
+                    raw.get("issue"),
+                    tuple(raw.get("paths") or ()),
+                    tuple(raw.get("locks") or ()),
+                )
+            )
         if any(d.severity is Severity.ERROR for d in self.diags):
             return None
         return m.Model(
@@ -619,6 +658,7 @@ class _Resolver:
             rules=rules,
             waivers=waivers,
             planned=planned,
+            differences=tuple(differences),
             issue_url=self.data.get("issues"),
             checks={
                 code: "off" if value is False else str(value)

@@ -215,6 +215,8 @@ class Flattener:
             st.branch,
             through=frame.through,
         )
+        if self.backend and step.backend and step.backend != self.backend:
+            return [st]
         if isinstance(step, m.Take):
             return [self.take(path, st, step, frame)]
         if isinstance(step, m.Loop):

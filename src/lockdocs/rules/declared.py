@@ -56,6 +56,7 @@ def _finding(
     hint: str,
     paths: tuple[str, ...],
     locks: tuple[str, ...],
+    branches: tuple[str, ...] = (),
 ) -> Diagnostic:
     return Diagnostic(
         code,
@@ -66,6 +67,7 @@ def _finding(
         paths=paths,
         locks=locks,
         rule_id=r.id,
+        branches=branches,
     )
 
 
@@ -146,6 +148,7 @@ def first_lock(ctx: Context) -> Iterable[Diagnostic]:
                         f"take {target} {mode}",
                         (ev.path,),
                         (target,),
+                        ev.branch,
                     )
                 continue
             if any(h.lock == target for h in ev.held):
@@ -162,6 +165,7 @@ def first_lock(ctx: Context) -> Iterable[Diagnostic]:
                 f"open the transaction so that it takes {target} first",
                 (ev.path,),
                 (target,) if ev.kind == "write" else (target, ev.lock),
+                ev.branch,
             )
 
 
@@ -225,6 +229,7 @@ def before(ctx: Context) -> Iterable[Diagnostic]:
                 f"take {a} before {b}",
                 (ev.path,),
                 (a, b),
+                ev.branch,
             )
 
 
@@ -425,6 +430,7 @@ def written_order(ctx: Context) -> Iterable[Diagnostic]:
                         f"take {ev.lock} before {h.lock}, or move one of them in the written order",
                         (ev.path,),
                         (ev.lock, h.lock),
+                        ev.branch,
                     )
 
 
@@ -565,4 +571,5 @@ def lock_before_write(ctx: Context) -> Iterable[Diagnostic]:
                 f"take {lid} before the write",
                 (ev.path,),
                 (lid,),
+                ev.branch,
             )

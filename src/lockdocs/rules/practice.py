@@ -155,6 +155,7 @@ def external_under_lock(ctx: Context) -> Iterable[Diagnostic]:
             ev.location,
             "make the call before the transaction takes its locks, or after it commits",
             paths=(ev.path,),
+            branches=ev.branch,
             locks=tuple(sorted({h.lock for h in ev.held})),
         )
 
@@ -290,6 +291,7 @@ def for_update_referenced(ctx: Context) -> Iterable[Diagnostic]:
             "use FOR NO KEY UPDATE unless the statement changes a key column or deletes "
             "(then say changes_key: true)",
             paths=(ev.path,),
+            branches=ev.branch,
             locks=(ev.lock,),
         )
 
@@ -351,6 +353,7 @@ def skip_locked(ctx: Context) -> Iterable[Diagnostic]:
             "declare queue: true on the lock if its rows are claimed as work items; otherwise "
             "wait for the rows (or use NOWAIT and retry)",
             paths=(ev.path,),
+            branches=ev.branch,
             locks=(ev.lock,),
         )
 
@@ -431,6 +434,7 @@ def memory_release(ctx: Context) -> Iterable[Diagnostic]:
                 ev.location,
                 "move the commit before the release",
                 paths=(ev.path,),
+                branches=ev.branch,
                 locks=(ev.lock,),
             )
 
@@ -487,5 +491,6 @@ def left_open(ctx: Context) -> Iterable[Diagnostic]:
             ev.location,
             "end the transaction before returning, or keep what runs after the return short",
             paths=(ev.path,),
+            branches=ev.branch,
             locks=tuple(sorted({h.lock for h in ev.held})),
         )

@@ -70,6 +70,8 @@ def _matches(w: m.Waiver, d: Diagnostic) -> bool:
         return False
     if w.path is not None and w.path not in d.paths:
         return False
+    if w.branch is not None and w.branch not in d.branches:
+        return False
     return w.lock is None or w.lock in d.locks
 
 

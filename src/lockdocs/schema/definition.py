@@ -99,6 +99,28 @@ KEY = {
                 "name": _s("The name of the constant in the code, e.g. registryAllocationLock."),
             },
         ),
+        "application": _obj(
+            "A key the application computes itself (not with a Postgres hash); its value is "
+            "not computed offline.",
+            {
+                "function": _s("The application function that builds the key."),
+                "algorithm": _s(
+                    "How it maps text to a bigint. 'sha256 mod 2^63' (the integer of the "
+                    "SHA-256 hex digest modulo 2^63) is computed exactly for fixed names; any "
+                    "other text is shown as written."
+                ),
+                "text": _s("A fixed name, for one key."),
+                "prefix": _s("The family prefix written before the runtime parts."),
+                "parts": _strings("The runtime values joined after the prefix."),
+                "separator": _s("The text written between parts."),
+                "bits": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "Bits of the key (64 by default).",
+                },
+            },
+            ["function"],
+        ),
         "int4pair": _obj(
             "The two-int4 form pg_advisory_xact_lock(int, int): a key space apart from bigints.",
             {
@@ -289,6 +311,7 @@ EXCEPTION = _obj(
         "rule": _s("A declared rule id or a check code (e.g. LD202)."),
         "path": _s("The path id the deviation is in."),
         "lock": _s("Narrows the waiver to findings about this lock."),
+        "branch": _s("Narrows the waiver to findings in this branch of the path."),
         "issue": {"type": "integer", "minimum": 1, "description": "The issue that tracks it."},
         "title": _s("One line for the page."),
         "why": _s("Why it is safe, or what is planned."),
@@ -311,6 +334,18 @@ PAGE = _obj(
         "order_intro": _s("Prose before the paths."),
     },
     ["title"],
+)
+
+DIFFERENCE = _obj(
+    "A way the paths differ that breaks no checked rule, recorded for the reader.",
+    {
+        "title": _s("One line for the page."),
+        "why": _s("What differs, and why it is safe or what is planned."),
+        "issue": {"type": "integer", "minimum": 1, "description": "The issue that tracks it."},
+        "paths": _strings("The path ids it concerns."),
+        "locks": _strings("The lock ids it concerns."),
+    },
+    ["title", "why"],
 )
 
 PLANNED = _obj(
@@ -433,6 +468,21 @@ def _step_schema() -> dict[str, Any]:
         {"release": _s("A lock id."), "via": VIA, "note": _s("A note.")},
         ["release"],
     )
+    only = _s("Only on this backend (e.g. sqlite); the step is skipped on the others.")
+    for shape in (
+        loop,
+        branches,
+        run,
+        call,
+        external,
+        write,
+        begin,
+        commit,
+        rollback,
+        leave_open,
+        release,
+    ):
+        shape["properties"]["backend"] = only
     return {
         "description": "One step of a path: a mapping named by its first key, or commit / rollback.",
         "oneOf": [
@@ -527,6 +577,11 @@ def locks_schema() -> dict[str, Any]:
                 "type": "array",
                 "description": "Known deviations, each matching one finding or more.",
                 "items": EXCEPTION,
+            },
+            "differences": {
+                "type": "array",
+                "description": "Differences between paths that break no rule (no finding to waive).",
+                "items": DIFFERENCE,
             },
             "planned": {"type": "array", "description": "Planned work.", "items": PLANNED},
         },
