@@ -117,7 +117,7 @@ def generate(out: Path, locks: int, paths: int, steps: int, seed: int) -> None:
                 if j == 1 and rng.random() < 0.1:
                     lines.append("      - write: state\n")
             if p > 0 and rng.random() < 0.05:
-                lines.append(f"      - commit\n      - begin: plain\n")
+                lines.append("      - commit\n      - begin: plain\n")
             if rng.random() < 0.05:
                 lines.append("      - commit\n      - external: notify\n")
             body.append("".join(lines))
