@@ -26,6 +26,7 @@ OURS = {"locks": Validator(locks_schema()), "paths": Validator(paths_schema())}
 def _errors(kind: str, doc: Any) -> tuple[set[tuple[Any, ...]], set[tuple[Any, ...]]]:
     theirs = {(tuple(e.absolute_path), e.validator) for e in REFERENCE[kind].iter_errors(doc)}
     ours = {(tuple(e.absolute_path), e.validator) for e in OURS[kind].iter_errors(doc)}
+    assert OURS[kind].valid(doc) == (not ours)
     return theirs, ours
 
 

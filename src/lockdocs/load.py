@@ -25,6 +25,7 @@ MAX_NODES = 500_000
 MAX_DEPTH = 64
 
 JsonPath = tuple[str | int, ...]
+_STR = "tag:yaml.org,2002:str"
 
 
 @dataclass
@@ -123,6 +124,8 @@ class _Builder:
             return out
         if isinstance(node, yaml.SequenceNode):
             return [self.build(v, (*path, i), depth + 1) for i, v in enumerate(node.value)]
+        if node.tag == _STR:  # most scalars: no constructor needed
+            return node.value
         try:
             return self.loader.construct_object(node, deep=True)
         except yaml.YAMLError as exc:

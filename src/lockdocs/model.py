@@ -7,6 +7,7 @@ renderers only read it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from lockdocs.diagnostics import Location
 
@@ -109,7 +110,7 @@ class Lock:
     notes: str | None = None
     issues: tuple[int, ...] = ()
 
-    @property
+    @cached_property
     def mode_names(self) -> tuple[str, ...]:
         return tuple(m for m, _ in self.modes)
 

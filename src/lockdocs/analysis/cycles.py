@@ -23,16 +23,23 @@ class Cycle:
     backend: str | None
 
 
+def _singleton_guards(ctx: Context, e: Edge) -> dict[str, str]:
+    found = ctx.guard_cache.get(e.guards)
+    if found is None:
+        found = {g.lock: g.mode for g in e.guards if ctx.model.locks[g.lock].singleton}
+        ctx.guard_cache[e.guards] = found
+    return found
+
+
 def gate(ctx: Context, a: Edge, b: Edge) -> str | None:
     """A singleton lock both transactions hold in conflicting modes, if any."""
-    for ga in a.guards:
-        lock = ctx.model.locks[ga.lock]
-        if not lock.singleton:
-            continue
-        kind = ctx.lock_kind(ga.lock, a.backend)
-        for gb in b.guards:
-            if gb.lock == ga.lock and conflicts(kind, ga.mode, gb.mode):
-                return ga.lock
+    ga = _singleton_guards(ctx, a)
+    if not ga:
+        return None
+    gb = _singleton_guards(ctx, b)
+    for lock in sorted(ga.keys() & gb.keys()):
+        if conflicts(ctx.lock_kind(lock, a.backend), ga[lock], gb[lock]):
+            return lock
     return None
 
 

@@ -10,14 +10,16 @@ inlines another path in the caller's transaction.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from lockdocs import model as m
 from lockdocs.diagnostics import Location
 from lockdocs.modes import strength
 
 
-@dataclass(frozen=True, order=True)
-class Held:
+class Held(NamedTuple):
+    """A lock held at some moment. A named tuple: events hash their held sets constantly."""
+
     lock: str
     mode: str
     instance: str  # "" for the path's one instance of the lock
@@ -25,7 +27,7 @@ class Held:
     acquired_at: int = 0  # line, to explain guards
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Event:
     """One thing a path does, with what it holds then."""
 
@@ -179,7 +181,7 @@ class Flattener:
             strongest = max(same, key=lambda h: strength(kind, h.mode))
             if strength(kind, mode) > strength(kind, strongest.mode):
                 self.emit(replace(base, kind="upgrade"))
-                held = tuple(replace(h, mode=mode) if h == strongest else h for h in st.held)
+                held = tuple(h._replace(mode=mode) if h == strongest else h for h in st.held)
                 return replace(st, held=held)
             self.emit(replace(base, kind="retake"))
             return st

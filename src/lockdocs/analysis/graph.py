@@ -19,7 +19,7 @@ from lockdocs.rules.context import Context
 T = TypeVar("T", int, str)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Edge:
     src: str
     dst: str
@@ -94,14 +94,9 @@ def _edges_of(ev: Event, ctx: Context, backend: str | None) -> list[Edge]:
 
 def build_graph(ctx: Context, backend: str | None = None) -> LockGraph:
     edges: list[Edge] = []
-    seen: set[Edge] = set()
-    for ev in ctx.events(backend):
-        if ev.kind not in ("acquire", "upgrade"):
-            continue
-        for e in _edges_of(ev, ctx, backend):
-            if e not in seen:
-                seen.add(e)
-                edges.append(e)
+    for ev in ctx.events(backend):  # events are distinct, so their edges are too
+        if ev.kind in ("acquire", "upgrade"):
+            edges.extend(_edges_of(ev, ctx, backend))
     edges.sort(key=Edge.sort_key)
     by_pair: dict[tuple[str, str], list[Edge]] = defaultdict(list)
     for e in edges:

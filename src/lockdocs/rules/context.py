@@ -4,15 +4,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from lockdocs import model as m
-from lockdocs.analysis.flatten import Event, backends, flatten
+from lockdocs.analysis.flatten import Event, Held, backends, flatten
+
+if TYPE_CHECKING:
+    from lockdocs.analysis.graph import LockGraph
 
 
 @dataclass
 class Context:
     model: m.Model
     _events: dict[str | None, list[Event]] = field(default_factory=dict)
+    _graphs: dict[str | None, LockGraph] = field(default_factory=dict)
+    # Singleton guards of a held set, by held set: gate checks ask for them constantly.
+    guard_cache: dict[tuple[Held, ...], dict[str, str]] = field(default_factory=dict)
 
     @cached_property
     def backends(self) -> tuple[str | None, ...]:
@@ -22,6 +29,14 @@ class Context:
         if backend not in self._events:
             self._events[backend] = flatten(self.model, backend)
         return self._events[backend]
+
+    def graph(self, backend: str | None) -> LockGraph:
+        """The lock-order graph of one backend, built once per run."""
+        if backend not in self._graphs:
+            from lockdocs.analysis.graph import build_graph
+
+            self._graphs[backend] = build_graph(self, backend)
+        return self._graphs[backend]
 
     @cached_property
     def all_events(self) -> list[Event]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from lockdocs.analysis.graph import build_graph
 from lockdocs.diagnostics import Diagnostic, Location, Severity
 from lockdocs.model import Rule
 from lockdocs.rules.context import Context
@@ -289,7 +288,7 @@ def sorted_instances(ctx: Context) -> Iterable[Diagnostic]:
     if not rules:
         return
     for backend in ctx.backends:
-        graph = build_graph(ctx, backend)
+        graph = ctx.graph(backend)
         for r in rules:
             lid = str(r.param("lock"))
             order = ctx.model.locks[lid].instance_order

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from lockdocs.analysis.cycles import Cycle, find_cycles, gate, instance_clashes
-from lockdocs.analysis.graph import Edge, build_graph
+from lockdocs.analysis.graph import Edge
 from lockdocs.diagnostics import Diagnostic, Severity
 from lockdocs.modes import conflicts
 from lockdocs.rules.context import Context
@@ -138,7 +138,7 @@ paths:
 )
 def check_cycles(ctx: Context) -> Iterable[Diagnostic]:
     for backend in ctx.backends:
-        graph = build_graph(ctx, backend)
+        graph = ctx.graph(backend)
         for cycle in find_cycles(ctx, graph):
             k = len(cycle.locks)
             on = f" on {backend}" if backend else ""
@@ -218,7 +218,7 @@ paths:
 )
 def check_instances(ctx: Context) -> Iterable[Diagnostic]:
     for backend in ctx.backends:
-        graph = build_graph(ctx, backend)
+        graph = ctx.graph(backend)
         for clash in instance_clashes(ctx, graph):
             e, f = clash.first, clash.second
             lock = ctx.model.locks[clash.lock]

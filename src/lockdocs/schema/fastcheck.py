@@ -64,6 +64,82 @@ class Validator:
     def __init__(self, schema: dict[str, Any]) -> None:
         self.root = schema
         self.defs: dict[str, Any] = schema.get("$defs", {})
+        self._keys: dict[int, dict[str, tuple[int, tuple[str, ...]]]] = {}
+
+    def valid(self, instance: Any) -> bool:
+        """A tight yes/no pass: valid documents (the usual case) never build an error."""
+        return self._ok(instance, self.root)
+
+    def _ok(self, inst: Any, schema: dict[str, Any]) -> bool:
+        ref = schema.get("$ref")
+        if ref is not None and not self._ok(inst, self.defs[ref[8:]]):
+            return False
+        if "const" in schema and not _equal(inst, schema["const"]):
+            return False
+        if "enum" in schema and not any(_equal(inst, c) for c in schema["enum"]):
+            return False
+        t = schema.get("type")
+        if t is not None and not _is_type(inst, t):
+            return False
+        one_of = schema.get("oneOf")
+        if one_of is not None:
+            branch = self._discriminate(inst, schema)
+            if branch is not None:
+                if not self._ok(inst, one_of[branch]):
+                    return False
+            elif sum(1 for sub in one_of if self._ok(inst, sub)) != 1:
+                return False
+        if isinstance(inst, str):
+            if "minLength" in schema and len(inst) < schema["minLength"]:
+                return False
+            pattern = schema.get("pattern")
+            return pattern is None or _pattern(pattern).search(inst) is not None
+        if isinstance(inst, bool):
+            return True
+        if isinstance(inst, int):
+            return "minimum" not in schema or inst >= schema["minimum"]
+        if isinstance(inst, list):
+            if len(inst) < schema.get("minItems", 0):
+                return False
+            items = schema.get("items")
+            return not isinstance(items, dict) or all(self._ok(i, items) for i in inst)
+        if isinstance(inst, dict):
+            n = len(inst)
+            if n < schema.get("minProperties", 0) or n > schema.get("maxProperties", n):
+                return False
+            for k in schema.get("required", ()):
+                if k not in inst:
+                    return False
+            names = schema.get("propertyNames")
+            if names is not None and not all(self._ok(k, names) for k in inst):
+                return False
+            props = schema.get("properties", {})
+            extra = schema.get("additionalProperties", True)
+            for k, v in inst.items():
+                sub = props.get(k)
+                if sub is not None:
+                    if not self._ok(v, sub):
+                        return False
+                elif extra is False or (isinstance(extra, dict) and not self._ok(v, extra)):
+                    return False
+        return True
+
+    def _discriminate(self, inst: Any, schema: dict[str, Any]) -> int | None:
+        """The one oneOf branch a mapping can match, by its required keys, if exactly one."""
+        if not isinstance(inst, dict):
+            return None
+        table = self._keys.get(id(schema))
+        if table is None:
+            table = {}
+            for i, b in enumerate(schema["oneOf"]):
+                if isinstance(b, dict) and b.get("required"):
+                    table[b["required"][0]] = (i, tuple(b["required"]))
+            self._keys[id(schema)] = table
+        fits = [
+            i for k in inst if (hit := table.get(k)) is not None
+            for i, req in (hit,) if all(r in inst for r in req)
+        ]
+        return fits[0] if len(fits) == 1 else None
 
     def iter_errors(self, instance: Any) -> Iterator[SchemaError]:
         yield from self._check(instance, self.root, (), ())

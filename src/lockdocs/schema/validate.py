@@ -149,10 +149,13 @@ def _describe(error: Any, doc: Document) -> Diagnostic:
 
 def validate(doc: Document, kind: str) -> list[Diagnostic]:
     """All schema errors of one document, located; one per value (a wrong type first)."""
+    validator = _validator(kind)
+    if validator.valid(doc.data):
+        return []
     rank = {"type": 0, "const": 1, "enum": 2}
     best: dict[tuple[object, ...], Any] = {}
     order: list[tuple[object, ...]] = []
-    for error in _validator(kind).iter_errors(doc.data):
+    for error in validator.iter_errors(doc.data):
         for leaf in _leaf_errors(error):
             group = "value" if leaf.validator in rank else leaf.validator
             where = (*leaf.absolute_path, group)
