@@ -106,36 +106,59 @@ def main() -> None:
             root = REPO
         else:
             root = tmp / label
-            generate(root, FLAGSHIP["locks"] * factor, FLAGSHIP["paths"] * factor,
-                     FLAGSHIP["steps"], seed=20261129)
+            generate(
+                root,
+                FLAGSHIP["locks"] * factor,
+                FLAGSHIP["paths"] * factor,
+                FLAGSHIP["steps"],
+                seed=20261129,
+            )
         runs = args.runs if factor <= 100 else 1
         size = sum(Path(f).stat().st_size for f in files_of(root))
         lines.append(f"| **{label}** ({size / 1024:,.0f} KiB of YAML) | | | |")
-        check = measure([lockdocs, "check", "--root", str(root)] +
-                        ([] if factor == 0 else ["--no-drift"]), runs)
+        check = measure(
+            [lockdocs, "check", "--root", str(root)] + ([] if factor == 0 else ["--no-drift"]), runs
+        )
         lines.append(row("`lockdocs check`", check))
         floor = measure([python, "-c", FLOOR, str(root)], runs)
         lines.append(row("floor: python + yaml.CSafeLoader", floor))
         lines.append(f"| check / floor | {check[0] / floor[0]:.1f}x | | |")
         validate = measure([lockdocs, "validate", "--root", str(root)], runs)
         lines.append(row("`lockdocs validate` (parse + schema + model)", validate))
-        lines.append(f"| check minus validate, over floor | "
-                     f"{(check[0] - validate[0]) / floor[0]:.2f} | | |")
+        lines.append(
+            f"| check minus validate, over floor | {(check[0] - validate[0]) / floor[0]:.2f} | | |"
+        )
         if factor <= 100:
             cj = measure([cjs, "--schemafile", str(locks_schema), str(root / "locks.yaml")], runs)
-            cp = measure([cjs, "--schemafile", str(paths_schema),
-                          *map(str, sorted((root / "paths").glob("*.yaml")))], runs)
-            lines.append(row("check-jsonschema (locks.yaml + paths, two runs summed)",
-                             (cj[0] + cp[0], max(cj[1], cp[1]), max(cj[2], cp[2]))))
+            cp = measure(
+                [
+                    cjs,
+                    "--schemafile",
+                    str(paths_schema),
+                    *map(str, sorted((root / "paths").glob("*.yaml"))),
+                ],
+                runs,
+            )
+            lines.append(
+                row(
+                    "check-jsonschema (locks.yaml + paths, two runs summed)",
+                    (cj[0] + cp[0], max(cj[1], cp[1]), max(cj[2], cp[2])),
+                )
+            )
         if factor == 0:
             work = tmp / "flagship-copy"
             shutil.copytree(REPO, work, ignore=shutil.ignore_patterns(".venv", ".git", "site"))
-            lines.append(row("`lockdocs build`", measure([lockdocs, "build", "--root", str(work)], runs)))
+            lines.append(
+                row("`lockdocs build`", measure([lockdocs, "build", "--root", str(work)], runs))
+            )
             mk = BIN / "mkdocs"
             if mk.exists():
-                lines.append(row("`mkdocs build` of the site",
-                                 measure([str(mk), "build", "-q", "-d", str(tmp / "site")], 3,
-                                         cwd=REPO)))
+                lines.append(
+                    row(
+                        "`mkdocs build` of the site",
+                        measure([str(mk), "build", "-q", "-d", str(tmp / "site")], 3, cwd=REPO),
+                    )
+                )
     print("\n".join(lines))
     shutil.rmtree(tmp, ignore_errors=True)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import run_cli, write_project
 
+from conftest import run_cli, write_project
 from lockdocs.rules.registry import load_all
 
 REGISTRY = load_all()

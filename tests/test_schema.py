@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-from conftest import REPO, run_cli
 
+from conftest import REPO, run_cli
 from lockdocs import model as m
 from lockdocs.schema.definition import locks_schema, paths_schema, shipped_files
 
@@ -76,7 +76,7 @@ def test_lock_schema_and_model_in_step() -> None:
     props = set(locks_schema()["properties"]["locks"]["additionalProperties"]["properties"])
     model_fields = _fields(m.Lock) - {"id", "location"}
     mapped = {RENAMED.get(p, p) for p in props}
-    assert mapped == model_fields, (mapped ^ model_fields)
+    assert mapped == model_fields, mapped ^ model_fields
 
 
 def test_transaction_and_path_schema_in_step() -> None:
@@ -92,8 +92,20 @@ def test_transaction_and_path_schema_in_step() -> None:
 def test_step_kinds_in_step() -> None:
     steps = paths_schema()["$defs"]["step"]["oneOf"]
     keys = {next(iter(s["required"])) for s in steps if "required" in s}
-    assert keys == {"take", "loop", "branches", "run", "call", "external", "write", "begin",
-                    "commit", "rollback", "leave_open", "release"}
+    assert keys == {
+        "take",
+        "loop",
+        "branches",
+        "run",
+        "call",
+        "external",
+        "write",
+        "begin",
+        "commit",
+        "rollback",
+        "leave_open",
+        "release",
+    }
     take = next(s for s in steps if s.get("required") == ["take"])
     assert set(take["properties"]) - {"take"} | {"lock"} == (_fields(m.Take) - {"location"})
 

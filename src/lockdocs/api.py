@@ -62,8 +62,16 @@ def check(root: Path, *, drift: bool = True) -> CheckResult:
     result = CheckResult(sort_diagnostics(diags + found), model)
     if drift:
         try:
-            from lockdocs.render.build import drift_diffs
+            from lockdocs.render.build import RenderError, drift_diffs, output_diagnostics
         except ImportError:  # rendering not installed in this build
             return result
-        result.drift = drift_diffs(model, result.diagnostics)
+        # A page.output outside docs/ or a broken project template is bad input, not drift.
+        bad = output_diagnostics(model)
+        if not bad:
+            try:
+                result.drift = drift_diffs(model, result.diagnostics)
+            except RenderError as exc:
+                bad = exc.diagnostics
+        if bad:
+            return CheckResult(sort_diagnostics(result.diagnostics + bad), model, bad_input=True)
     return result

@@ -194,6 +194,91 @@ def rules(
         typer.echo(f"{r.code}  {r.severity.value:<7}  {r.name:<28} {r.summary}")
 
 
+class DiffFormat(StrEnum):
+    text = "text"
+    markdown = "markdown"
+    json = "json"
+
+
+class FailOn(StrEnum):
+    never = "never"
+    new_findings = "new-findings"
+
+
+@app.command()
+def diff(
+    base: Annotated[str, typer.Argument(help="A git revision, or a folder with locks.yaml.")],
+    head: Annotated[
+        str | None,
+        typer.Argument(help="A git revision or a folder (default: the working tree)."),
+    ] = None,
+    root: RootOpt = None,
+    fmt: Annotated[
+        DiffFormat, typer.Option("--format", "-f", help="text, markdown (a PR comment) or json.")
+    ] = DiffFormat.text,
+    fail_on: Annotated[
+        FailOn,
+        typer.Option(
+            "--fail-on",
+            help="new-findings: exit 1 when HEAD has unwaived errors or warnings that BASE had not.",
+        ),
+    ] = FailOn.never,
+) -> None:
+    """Compare two versions of the declarations: locks, order edges, paths, findings, exceptions."""
+    from lockdocs.diff import FORMATTERS, DiffInputError
+    from lockdocs.diff import run as run_diff
+    from lockdocs.project import RootNotFound, find_root
+
+    if root is not None:
+        project = root.resolve()
+    else:
+        try:
+            project = find_root(Path.cwd())
+        except RootNotFound:
+            project = Path.cwd()
+    try:
+        result = run_diff(base, head, project)
+    except DiffInputError as exc:
+        if exc.details:
+            sys.stderr.write(exc.details)
+        typer.echo(f"lockdocs: {exc.message}", err=True)
+        if exc.hint:
+            typer.echo(f"hint: {exc.hint}", err=True)
+        raise typer.Exit(2) from None
+    sys.stdout.write(FORMATTERS[fmt.value](result))
+    if fail_on is FailOn.new_findings and result["new_unwaived"]:
+        raise typer.Exit(1)
+
+
+@app.command()
+def init(
+    directory: Annotated[
+        Path, typer.Argument(help="The folder to start a project in (default: here).")
+    ] = Path(),
+) -> None:
+    """Start a project: a commented locks.yaml, an example path, JSON Schemas and the page."""
+    from lockdocs.scaffold import ScaffoldError, make, next_steps, write
+
+    if directory.exists() and not directory.is_dir():
+        typer.echo(f"lockdocs: {directory} is not a folder", err=True)
+        raise typer.Exit(2)
+    try:
+        scaffold = make(directory)
+        written = write(scaffold)
+    except ScaffoldError as exc:
+        typer.echo(f"lockdocs: {exc}", err=True)
+        raise typer.Exit(2) from None
+    except OSError as exc:
+        typer.echo(f"lockdocs: cannot write the project: {exc}", err=True)
+        raise typer.Exit(2) from None
+    for path in written:
+        typer.echo(f"wrote {path}")
+    if scaffold.page_note:
+        typer.echo(f"lockdocs: the page was not built ({scaffold.page_note})", err=True)
+    typer.echo("")
+    sys.stdout.write(next_steps(directory))
+
+
 def main() -> None:
     """Entry point: maps anything unexpected to exit code 3 instead of a traceback."""
     try:
@@ -212,3 +297,12 @@ def main() -> None:
             "report it.\n"
         )
         sys.exit(3)
+
+
+@app.command()
+def build(root: RootOpt = None) -> None:
+    """Write the lock page, its DOT diagrams and their SVGs under docs/, all or nothing."""
+    from lockdocs.render.build import build as run_build
+
+    base = _root(root)
+    raise typer.Exit(run_build(base))

@@ -136,8 +136,11 @@ class Validator:
                     table[b["required"][0]] = (i, tuple(b["required"]))
             self._keys[id(schema)] = table
         fits = [
-            i for k in inst if (hit := table.get(k)) is not None
-            for i, req in (hit,) if all(r in inst for r in req)
+            i
+            for k in inst
+            if (hit := table.get(k)) is not None
+            for i, req in (hit,)
+            if all(r in inst for r in req)
         ]
         return fits[0] if len(fits) == 1 else None
 

@@ -1,0 +1,236 @@
+"""A thin MkDocs plugin: the lock page regenerated in memory on every build and `mkdocs serve`.
+
+The core does not depend on MkDocs: `lockdocs build` writes plain Markdown, DOT and SVG into
+docs/, which any site generator can serve. This plugin only adds conveniences for MkDocs:
+
+- it checks the declarations and fails the build (PluginError) on invalid declarations or an
+  unwaived error finding: validate before publishing;
+- it serves the page rendered from the current declarations, so an edit to locks.yaml shows up
+  without running `lockdocs build` (the committed copy in docs/ is replaced in memory, never
+  written);
+- it publishes the pages of further projects (`projects:`) under their own folder, with SVG
+  diagrams rendered at build time;
+- a generated page hides Material's left sidebar, so its wide tables get the room, and each
+  diagram links to itself at full size (a large lock-order graph is scaled down to fit);
+- under `mkdocs serve` it watches locks.yaml, paths/ and templates/ so an edit reloads the page.
+
+```yaml
+plugins:
+  - search
+  - lockdocs:
+      root: .                      # the folder of locks.yaml; default: the folder of mkdocs.yml
+      projects: [examples/dstack]  # more projects, each published under its own path
+```
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mkdocs.config import base
+from mkdocs.config import config_options as c
+from mkdocs.exceptions import PluginError
+from mkdocs.plugins import BasePlugin
+from mkdocs.structure.files import File, Files
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from mkdocs.config.defaults import MkDocsConfig
+    from mkdocs.livereload import LiveReloadServer
+    from mkdocs.structure.pages import Page
+
+log = logging.getLogger("mkdocs.plugins.lockdocs")
+
+# SVG by the sha256 of its DOT: `mkdocs serve` rebuilds often and most diagrams do not change.
+_SVG_CACHE: dict[str, str] = {}
+_SVG_CACHE_MAX = 256
+
+
+# An <img> of an SVG, and the <a ...> right before it when it already is a link.
+_DIAGRAM_RE = re.compile(r'(<a\b[^>]*>\s*)?(<img\b[^>]*?\bsrc="([^"<>]+\.svg)"[^>]*>)')
+
+
+def _link_diagram(match: re.Match[str]) -> str:
+    if match.group(1):
+        return match.group(0)
+    return (
+        f'<a class="lockdocs-diagram" href="{match.group(3)}" '
+        f'title="Open the diagram at full size">{match.group(2)}</a>'
+    )
+
+
+class LockdocsConfig(base.Config):  # type: ignore[no-untyped-call]
+    root = c.Optional(c.Type(str))
+    projects = c.ListOfItems(c.Type(str), default=[])
+
+
+@dataclass(frozen=True)
+class _Project:
+    root: Path
+    prefix: str  # "" for the main project; else the posix folder its pages go under, "a/b/"
+    label: str  # how messages name it
+
+
+def _svg(root: Path, rel: str, dot: str) -> str:
+    """The SVG of a DOT: the committed one when its stamp matches the DOT, else drawn now."""
+    from lockdocs.render.svg import GraphvizError, dot_hash, render_svg, svg_stamp
+
+    digest = dot_hash(dot)
+    committed = root / rel
+    if committed.is_file():
+        try:
+            text = committed.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            text = ""
+        if svg_stamp(text) == digest:
+            return text
+    cached = _SVG_CACHE.get(digest)
+    if cached is not None:
+        return cached
+    try:
+        svg = render_svg(dot)
+    except GraphvizError as exc:
+        raise PluginError(f"lockdocs: cannot draw {rel}: {exc}") from None
+    if len(_SVG_CACHE) >= _SVG_CACHE_MAX:
+        _SVG_CACHE.clear()
+    _SVG_CACHE[digest] = svg
+    return svg
+
+
+def _report(diagnostics: list[Any]) -> str:
+    from lockdocs.report import REPORTERS
+
+    return str(REPORTERS["text"](diagnostics, ""))
+
+
+def render_project(project: _Project) -> tuple[dict[str, str], list[Path]]:
+    """Check one project and render its pages: posix path relative to docs/ -> text, and
+    the declaration files read (for `mkdocs serve` to watch).
+
+    Raises PluginError when the declarations are invalid or a finding is an unwaived error.
+    """
+    from lockdocs.api import check
+    from lockdocs.render.build import DOCS, RenderError, render_outputs
+
+    if not (project.root / "locks.yaml").is_file():
+        raise PluginError(f"lockdocs: no locks.yaml in {project.root} ({project.label})")
+    result = check(project.root, drift=False)
+    if result.bad_input or result.model is None:
+        raise PluginError(
+            f"lockdocs: the declarations of {project.label} are not valid; the lock page is not "
+            f"published.\n{_report(result.diagnostics)}hint: run 'lockdocs validate --root "
+            f"{project.root}' and fix the errors above"
+        )
+    blocking = [d for d in result.diagnostics if d.blocking]
+    if blocking:
+        raise PluginError(
+            f"lockdocs: {len(blocking)} unwaived error finding(s) in {project.label}; the lock "
+            f"page is not published.\n{_report(blocking)}hint: run 'lockdocs check --root "
+            f"{project.root}', then fix each finding or declare an exception for it"
+        )
+    others = [d for d in result.diagnostics if not d.waived_by]
+    if others:
+        log.info(
+            "lockdocs: %s has %d warning or info finding(s); run 'lockdocs check'",
+            project.label,
+            len(others),
+        )
+    try:
+        rendered = render_outputs(result.model, result.diagnostics)
+    except RenderError as exc:
+        raise PluginError(
+            f"lockdocs: cannot render the lock page of {project.label}.\n{_report(exc.diagnostics)}"
+        ) from None
+    outputs: dict[str, str] = {}
+    for rel, text in rendered.items():
+        # render_outputs names files from the project root (docs/...); MkDocs wants them
+        # relative to its docs_dir.
+        under_docs = rel.removeprefix(DOCS + "/")
+        outputs[under_docs] = text
+        if rel.endswith(".dot"):
+            svg_rel = rel[: -len(".dot")] + ".svg"
+            outputs[svg_rel.removeprefix(DOCS + "/")] = _svg(project.root, svg_rel, text)
+    read = [project.root / name for name in result.model.files]
+    return outputs, read
+
+
+class LockdocsPlugin(BasePlugin[LockdocsConfig]):  # type: ignore[no-untyped-call]
+    """See the module docstring."""
+
+    def __init__(self) -> None:
+        self._projects: list[_Project] = []
+        self._watch: set[Path] = set()
+        self._pages: set[str] = set()  # src_uri of every generated Markdown page
+
+    def on_config(self, config: MkDocsConfig) -> MkDocsConfig | None:
+        base_dir = Path(config.config_file_path or ".").resolve().parent
+        root = Path(self.config.root) if self.config.root else base_dir
+        if not root.is_absolute():
+            root = base_dir / root
+        projects = [_Project(root.resolve(), "", "the site's project")]
+        seen: set[str] = set()
+        for entry in self.config.projects:
+            prefix = posixpath.normpath(entry.replace("\\", "/")).strip("/")
+            if not prefix or prefix == "." or prefix.startswith(".."):
+                raise PluginError(
+                    f"lockdocs: projects entry '{entry}' must be a folder below mkdocs.yml"
+                )
+            if prefix in seen:
+                raise PluginError(f"lockdocs: project '{entry}' is listed twice")
+            seen.add(prefix)
+            projects.append(_Project((base_dir / prefix).resolve(), prefix + "/", prefix))
+        self._projects = projects
+        return config
+
+    def on_files(self, files: Files, /, *, config: MkDocsConfig) -> Files | None:
+        for project in self._projects:
+            outputs, read = render_project(project)
+            self._watch.update(
+                file.parent if file.parent != project.root else file for file in read
+            )
+            for rel, text in sorted(outputs.items()):
+                src_uri = project.prefix + rel
+                existing = files.get_file_from_path(src_uri)
+                if existing is not None:
+                    files.remove(existing)
+                files.append(File.generated(config, src_uri, content=text))
+                if src_uri.endswith(".md"):
+                    self._pages.add(src_uri)
+            log.debug("lockdocs: %s: %d generated files", project.label, len(outputs))
+        return files
+
+    def on_page_markdown(
+        self, markdown: str, /, *, page: Page, config: MkDocsConfig, files: Files
+    ) -> str | None:
+        """Lock tables are wide: a generated page hides the left sidebar (Material's `hide`),
+        unless its front matter says otherwise."""
+        if page.file.src_uri in self._pages and "hide" not in page.meta:
+            page.meta["hide"] = ["navigation"]
+        return markdown
+
+    def on_page_content(
+        self, html: str, /, *, page: Page, config: MkDocsConfig, files: Files
+    ) -> str | None:
+        """A diagram scaled down to fit the column links to itself at full size."""
+        if page.file.src_uri not in self._pages:
+            return html
+        return _DIAGRAM_RE.sub(_link_diagram, html)
+
+    def on_serve(
+        self, server: LiveReloadServer, /, *, config: MkDocsConfig, builder: Callable[..., Any]
+    ) -> LiveReloadServer | None:
+        watched = set(self._watch)
+        for project in self._projects:
+            watched.update(
+                (project.root / "locks.yaml", project.root / "paths", project.root / "templates")
+            )
+        for path in sorted(watched):
+            if path.exists():
+                server.watch(str(path))
+        return server

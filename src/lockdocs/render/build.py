@@ -1,0 +1,349 @@
+"""Outputs in memory, the atomic build that writes them, and the drift check that compares them.
+
+`render_outputs` is pure (model + findings -> {path: text}, Markdown and DOT only). `build` adds
+an SVG per DOT and writes every changed file through a temporary file in the same folder and
+`os.replace`, the manifest last, so an interrupted build leaves the previous files in place and
+complete; files a previous build wrote and this one does not are then removed. `drift_diffs`
+regenerates in memory and compares text exactly, and SVGs only by their DOT stamp.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import os
+import sys
+import tempfile
+from pathlib import Path, PurePosixPath
+from typing import TextIO
+
+from lockdocs import model as m
+from lockdocs.diagnostics import Diagnostic, Location, Severity, sort_diagnostics
+
+DOCS = "docs"
+MANIFEST = f"{DOCS}/.lockdocs-manifest"
+_MANIFEST_HEAD = (
+    "# Files written by `lockdocs build`; the next build removes any it no longer writes.\n"
+)
+
+
+class RenderError(Exception):
+    """The outputs cannot be rendered (a bad output path, a broken template): bad input."""
+
+    def __init__(self, diagnostics: list[Diagnostic]) -> None:
+        super().__init__("; ".join(d.message for d in diagnostics))
+        self.diagnostics = diagnostics
+
+
+# --- where the outputs go ----------------------------------------------------------------------
+
+
+def _output_problem(output: str) -> str | None:
+    """Why page.output could leave docs/, or None when it is a safe relative path."""
+    if not output:
+        return "is empty"
+    if output.startswith(("/", "\\")) or (len(output) > 1 and output[1] == ":"):
+        return "is an absolute path"
+    if "\\" in output:
+        return "uses a backslash; write a relative path with /"
+    parts = output.split("/")
+    if ".." in parts:
+        return "climbs out of docs/ with '..'"
+    if any(p in ("", ".") for p in parts):
+        return "has an empty or '.' segment; write the plain relative path"
+    if not output.endswith(".md") or output == ".md" or parts[-1] == ".md":
+        return "is not a .md file name"
+    return None
+
+
+def output_diagnostics(model: m.Model) -> list[Diagnostic]:
+    """page.output must name a Markdown file inside docs/; a located error otherwise."""
+    problem = _output_problem(model.page.output)
+    if problem is None:
+        return []
+    from lockdocs.load import read_file  # lazy: only on this error path
+
+    loc = Location("locks.yaml", 0, 0)
+    doc, _ = read_file(Path(model.root) / "locks.yaml", "locks.yaml")
+    if doc is not None:
+        loc = doc.loc(("page", "output"))
+    return [
+        Diagnostic(
+            "LD003",
+            Severity.ERROR,
+            f"page.output '{model.page.output}' {problem}",
+            loc,
+            "write a path relative to docs/, e.g. output: database-locks.md or "
+            "output: locks/database.md",
+        )
+    ]
+
+
+def page_location(model: m.Model) -> tuple[str, str]:
+    """(the page, the folder of its diagrams), as posix paths relative to the project root."""
+    page = PurePosixPath(DOCS) / model.page.output
+    return page.as_posix(), page.with_suffix("").as_posix()
+
+
+def _inside_docs(rel: str) -> bool:
+    """Whether a manifest entry may be written or removed (never outside docs/)."""
+    parts = PurePosixPath(rel).parts
+    return (
+        len(parts) >= 2
+        and parts[0] == DOCS
+        and not PurePosixPath(rel).is_absolute()
+        and all(p not in ("", ".", "..") for p in parts)
+        and "\\" not in rel
+    )
+
+
+# --- rendering ---------------------------------------------------------------------------------
+
+
+def render_outputs(model: m.Model, diagnostics: list[Diagnostic]) -> dict[str, str]:
+    """Every generated text file: {posix path relative to the root: content}, sorted by path.
+
+    Raises RenderError for a page.output outside docs/ or a broken project template.
+    """
+    from lockdocs.render.dot import group_dot, lock_order_dot
+    from lockdocs.render.markdown import TemplateProblem, render_page
+    from lockdocs.render.view import build_page, group_key, group_slugs
+
+    bad = output_diagnostics(model)
+    if bad:
+        raise RenderError(bad)
+    page_path, stem = page_location(model)
+    diagnostics = sort_diagnostics(list(diagnostics))
+    view = build_page(model, diagnostics, stem)
+    try:
+        markdown = render_page(Path(model.root), view)
+    except TemplateProblem as exc:
+        raise RenderError([exc.diagnostic]) from None
+    files = {page_path: markdown, f"{stem}/lock-order.dot": lock_order_dot(model, diagnostics)}
+    slugs = group_slugs(model)
+    for g in model.groups:
+        s = slugs[group_key(g)]
+        files[f"{stem}/{s}.dot"] = group_dot(model, g, s)
+    return dict(sorted(files.items()))
+
+
+def _svg_path(dot_path: str) -> str:
+    """The SVG drawn from a DOT file sits next to it."""
+    return dot_path[: -len(".dot")] + ".svg"
+
+
+def _manifest_text(paths: list[str]) -> str:
+    """The manifest: a comment, then one generated path per line, sorted."""
+    return _MANIFEST_HEAD + "".join(p + "\n" for p in sorted(paths))
+
+
+def read_manifest(root: Path) -> list[str]:
+    """The files the last build wrote (only paths inside docs/ are trusted)."""
+    try:
+        text = (root / MANIFEST).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return []
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#") and _inside_docs(line):
+            out.append(line)
+    return out
+
+
+def _read(path: Path) -> str | None:
+    """A file's text, or None when it is missing or unreadable."""
+    try:
+        return path.read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+# --- drift -------------------------------------------------------------------------------------
+
+
+def _unified(rel: str, old: str, new: str) -> str:
+    """A unified diff with a/ and b/ headers, marking a missing final newline."""
+    lines = list(
+        difflib.unified_diff(
+            old.splitlines(keepends=True),
+            new.splitlines(keepends=True),
+            fromfile=f"a/{rel}",
+            tofile=f"b/{rel}",
+        )
+    )
+    out = []
+    for line in lines:
+        if not line.endswith("\n"):
+            line += "\n\\ No newline at end of file\n"
+        out.append(line)
+    return "".join(out)
+
+
+def drift_diffs(model: m.Model, diagnostics: list[Diagnostic]) -> list[str]:
+    """What `lockdocs build` would change, one entry per file, sorted by path: a unified diff
+    for Markdown and DOT, a line for a file it would add or remove or an SVG whose stamp does
+    not match its DOT. Needs no Graphviz."""
+    from lockdocs.render.svg import dot_hash, svg_stamp
+
+    root = Path(model.root)
+    files = render_outputs(model, diagnostics)
+    found: dict[str, str] = {}
+    expected = set(files)
+    for rel, new in files.items():
+        old = _read(root / rel)
+        if old is None:
+            found[rel] = f"lockdocs: {rel} is missing; build would add it\n"
+        elif old != new:
+            found[rel] = _unified(rel, old, new)
+        if rel.endswith(".dot"):
+            svg_rel = _svg_path(rel)
+            expected.add(svg_rel)
+            svg = _read(root / svg_rel)
+            if svg is None:
+                found[svg_rel] = f"lockdocs: {svg_rel} is missing; build would add it\n"
+            elif svg_stamp(svg) != dot_hash(new):
+                found[svg_rel] = (
+                    f"lockdocs: {svg_rel} was not drawn from the current {PurePosixPath(rel).name}"
+                    " (its lockdocs-dot-sha256 stamp differs); build would redraw it\n"
+                )
+    for rel in read_manifest(root):
+        if rel not in expected and (root / rel).is_file():
+            found[rel] = f"lockdocs: {rel} is no longer generated; build would remove it\n"
+    manifest = _read(root / MANIFEST)
+    if manifest != _manifest_text(sorted(expected)) and not found:
+        found[MANIFEST] = (
+            f"lockdocs: {MANIFEST} does not list the generated files; build would rewrite it\n"
+        )
+    return [found[k] for k in sorted(found)]
+
+
+# --- the atomic build --------------------------------------------------------------------------
+
+
+def _write_temp(target: Path, content: bytes) -> Path:
+    """Write content to a new temporary file beside target (same folder, so os.replace is an
+    atomic rename) and return its path."""
+    fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(content)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except BaseException:
+        Path(name).unlink(missing_ok=True)
+        raise
+    return Path(name)
+
+
+def _mkdirs(folder: Path, created: list[Path]) -> None:
+    """Create the missing folders of `folder`, recording them for a rollback."""
+    missing = []
+    for p in (folder, *folder.parents):
+        if p.exists():
+            break
+        missing.append(p)
+    for p in reversed(missing):
+        p.mkdir()
+        created.append(p)
+
+
+def _prune(folder: Path, stop: Path) -> None:
+    """Remove folders left empty, up to (not including) stop."""
+    while folder != stop and stop in folder.parents:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+        folder = folder.parent
+
+
+def write_files(root: Path, files: dict[str, str]) -> tuple[list[str], list[str]]:
+    """Write `files` (and the manifest) all or nothing; remove what the last build wrote and
+    this one does not. Returns (written, removed) paths."""
+    for rel in files:
+        if not _inside_docs(rel):  # pragma: no cover - render_outputs never makes one
+            raise ValueError(f"refusing to write {rel} outside {DOCS}/")
+    previous = read_manifest(root)
+    wanted = dict(files)
+    manifest = _manifest_text(list(files))
+    changed = [rel for rel, text in wanted.items() if _read(root / rel) != text]
+    if _read(root / MANIFEST) != manifest:
+        changed.append(MANIFEST)
+        wanted[MANIFEST] = manifest
+    stale = [rel for rel in previous if rel not in files and (root / rel).is_file()]
+
+    created: list[Path] = []
+    temps: list[tuple[Path, Path]] = []
+    try:
+        for rel in changed:
+            target = root / rel
+            _mkdirs(target.parent, created)
+            temps.append((target, _write_temp(target, wanted[rel].encode("utf-8"))))
+    except BaseException:
+        for _, tmp in temps:
+            tmp.unlink(missing_ok=True)
+        for folder in reversed(created):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
+
+    backups: list[tuple[Path, bytes | None]] = []
+    try:
+        for target, tmp in temps:
+            old = target.read_bytes() if target.exists() else None
+            tmp.replace(target)
+            backups.append((target, old))
+    except BaseException:
+        for target, old in reversed(backups):  # put the previous files back
+            if old is None:
+                target.unlink(missing_ok=True)
+            else:
+                _write_temp(target, old).replace(target)
+        for _, tmp in temps:
+            tmp.unlink(missing_ok=True)
+        raise
+
+    docs = root / DOCS
+    for rel in stale:
+        (root / rel).unlink(missing_ok=True)
+        _prune((root / rel).parent, docs)
+    return sorted(r for r in changed if r != MANIFEST), sorted(stale)
+
+
+def build(root: Path, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """`lockdocs build`: 0 written, 2 bad input (nothing written), 3 Graphviz failed."""
+    from lockdocs.api import analyse, load
+    from lockdocs.render.svg import GraphvizError, render_svg
+    from lockdocs.report import REPORTERS
+
+    out = out or sys.stdout
+    err = err or sys.stderr
+    model, diags = load(root)
+    if model is None:
+        err.write(REPORTERS["text"](diags, "the declarations are not valid; nothing written"))
+        return 2
+    found = analyse(model)
+    if any(d.code.startswith("LD0") and d.severity is Severity.ERROR for d in found):
+        err.write(REPORTERS["text"](found, "the declarations are not valid; nothing written"))
+        return 2
+    diagnostics = sort_diagnostics(diags + found)
+    try:
+        files = render_outputs(model, diagnostics)
+    except RenderError as exc:
+        err.write(REPORTERS["text"](exc.diagnostics, "cannot render the docs; nothing written"))
+        return 2
+    try:
+        for rel in [r for r in files if r.endswith(".dot")]:
+            files[_svg_path(rel)] = render_svg(files[rel])
+    except GraphvizError as exc:
+        err.write(f"lockdocs: {exc}; nothing written\n")
+        return 2 if exc.usage else 3
+    written, removed = write_files(root, dict(sorted(files.items())))
+    for rel in written:
+        out.write(f"wrote {rel}\n")
+    for rel in removed:
+        out.write(f"removed {rel}\n")
+    unchanged = len(files) - len(written)
+    out.write(f"lockdocs: {len(written)} written, {unchanged} unchanged, {len(removed)} removed\n")
+    return 0

@@ -1,0 +1,220 @@
+"""Escaping for each place a user string can land: Markdown text, table cells, code spans, HTML,
+link targets, YAML front matter and DOT strings.
+
+Templates run with autoescape off (the output is Markdown, not HTML), so every string from the
+declarations goes through one of these filters. The aim is that no declared text can become
+markup: no HTML (`<script>`), no link (`[x](javascript:...)`), no emphasis, no attribute list
+(`{onclick=...}`, which `attr_list` would apply), no table column and no template syntax
+(`{{ ... }}` is data, never rendered, and stays literal for Markdown-level macro plugins too).
+The output renders the same under Python-Markdown (MkDocs) and CommonMark/GFM.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from dataclasses import dataclass
+from urllib.parse import quote, urlsplit
+
+# Characters that start or end Markdown inline syntax; a backslash makes each literal in both
+# Python-Markdown (all are in its ESCAPED_CHARS) and CommonMark (all are ASCII punctuation).
+_BACKSLASHED = frozenset("\\`*[]{}#")
+_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_ORDERED_START = re.compile(r"^(\d+)([.)])")
+
+
+def _inline(value: object) -> str:
+    """One line of literal text: whitespace runs (newlines too) become one space; None is ""."""
+    if value is None:
+        return ""
+    return " ".join(_CONTROL.sub("\ufffd", str(value)).split())
+
+
+def _escape_chars(s: str) -> str:
+    """Entities for HTML, backslashes for Markdown; see `text`."""
+    out: list[str] = []
+    for i, ch in enumerate(s):
+        if ch in _HTML:
+            out.append(_HTML[ch])
+        elif ch in _BACKSLASHED:
+            out.append("\\" + ch)
+        elif ch == "_":
+            # An underscore between two word characters never starts emphasis (both dialects),
+            # so identifiers such as pool_id stay readable in the Markdown source.
+            before = s[i - 1] if i else " "
+            after = s[i + 1] if i + 1 < len(s) else " "
+            out.append("_" if before.isalnum() and after.isalnum() else "\\_")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _guard_line_start(s: str) -> str:
+    """Stop a line from opening a block: a list item, a definition or a thematic break."""
+    if s[:1] in ("-", "+"):
+        return "\\" + s
+    if s[:1] == ":":
+        return "&#58;" + s[1:]
+    m = _ORDERED_START.match(s)
+    if m:
+        return m.group(1) + "\\" + s[len(m.group(1)) :]
+    return s
+
+
+def text(value: object) -> str:
+    """Inline prose: literal text on one line, safe in a paragraph, list item, heading, link
+    text or table cell (a pipe is escaped everywhere: MkDocs always loads the tables extension,
+    which makes `\\|` an escape, and CommonMark knows it anyway)."""
+    return _guard_line_start(_escape_chars(_inline(value)).replace("|", "\\|"))
+
+
+def para(value: object) -> str:
+    """Block prose: paragraphs (split at blank lines) of literal text."""
+    if value is None:
+        return ""
+    blocks = re.split(r"\n[ \t]*\n", str(value).strip())
+    return "\n\n".join(text(b) for b in blocks if b.strip())
+
+
+def cell(value: object) -> str:
+    """A table cell: inline text; never empty, so the row keeps its shape."""
+    return text(value) or "—"
+
+
+def code(value: object) -> str:
+    """An inline code span, whatever backticks or pipes the value holds.
+
+    A pipe inside backticks still splits a GFM table row, and `\\|` inside backticks shows its
+    backslash in Python-Markdown, so a value with a pipe becomes an HTML `<code>` element whose
+    text is escaped like prose and whose pipe is an entity: right in both dialects.
+    """
+    s = _inline(value)
+    if not s:
+        return ""
+    if "|" in s:
+        return "<code>" + _escape_chars(s).replace("|", "&#124;") + "</code>"
+    longest = max((len(run) for run in re.findall(r"`+", s)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if s.startswith("`") or s.endswith("`") else ""
+    return f"{fence}{pad}{s}{pad}{fence}"
+
+
+def html(value: object) -> str:
+    """Text inside raw HTML, attribute values included."""
+    return (
+        str(value)
+        .replace("&", "&amp;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace('"', "&quot;")
+        .replace("'", "&#39;")
+    )
+
+
+_SAFE_SCHEMES = frozenset({"http", "https", "mailto"})
+
+
+def safe_url(value: str) -> str | None:
+    """A link target Markdown can hold, or None for one that must not become a link.
+
+    Only http(s) and mailto URLs, same-page anchors and relative paths are kept; the characters
+    that would end or break a Markdown link destination are percent-encoded.
+    """
+    s = value.strip()
+    if not s or any(c.isspace() for c in s) or _CONTROL.search(s):
+        return None
+    scheme = urlsplit(s).scheme.lower()
+    if scheme and scheme not in _SAFE_SCHEMES:
+        return None
+    if not scheme and ":" in s.split("/", 1)[0] and not s.startswith("#"):
+        return None
+    return quote(s, safe="/:?#&=%+@,;~!$'*-._")
+
+
+@dataclass(frozen=True)
+class Link:
+    """A link in the page: its text (escaped when rendered) and its target (None: plain)."""
+
+    text: str
+    href: str | None = None
+
+
+def link(value: Link) -> str:
+    """A Markdown link whose text cannot close the brackets and whose target is checked."""
+    label = text(value.text)
+    target = safe_url(value.href) if value.href is not None else None
+    if target is None:
+        return label
+    return f"[{label}]({target})"
+
+
+def links(values: tuple[Link, ...] | list[Link], sep: str = ", ") -> str:
+    """Several links, joined in the order the view gave them."""
+    return sep.join(link(v) for v in values)
+
+
+def codes(values: tuple[str, ...] | list[str], sep: str = ", ") -> str:
+    """Several names as code spans."""
+    return sep.join(code(v) for v in values if str(v).strip())
+
+
+def chain(values: tuple[str, ...] | list[str]) -> str:
+    """A call chain, outermost first: `settlePool` → `LockPools`."""
+    return codes(values, " → ")
+
+
+def yaml_str(value: object) -> str:
+    """A YAML double-quoted scalar (JSON's string syntax is a subset of it)."""
+    return json.dumps(str(value), ensure_ascii=True)
+
+
+def slug(value: str, fallback: str = "item") -> str:
+    """A file-name and anchor-safe slug: lowercase ASCII letters, digits and hyphens."""
+    plain = unicodedata.normalize("NFKD", value).encode("ascii", "ignore").decode("ascii")
+    out = re.sub(r"[^a-z0-9]+", "-", plain.lower()).strip("-")
+    return out or fallback
+
+
+def dot_str(value: object) -> str:
+    """A DOT quoted string showing the value literally.
+
+    Backslashes are doubled so `\\N`, `\\G` or `\\l` in data are not Graphviz escapes, and `&` is
+    written as an entity because Graphviz decodes entities in labels; Graphviz escapes `<` and
+    `>` itself when it writes SVG.
+    """
+    s = _inline(value)
+    s = s.replace("\\", "\\\\").replace('"', '\\"').replace("&", "&amp;")
+    return f'"{s}"'
+
+
+def dot_label(lines: list[str]) -> str:
+    """A multi-line DOT label: each line escaped, joined with centred line breaks."""
+    parts = [dot_str(line)[1:-1] for line in lines]
+    return '"' + "\\n".join(parts) + '"'
+
+
+_ANCHOR_ID = re.compile(r"^[A-Za-z][A-Za-z0-9._-]*$")
+
+
+def anchor(value: str) -> str:
+    """An attr_list id for a heading, `{#lock-pool-row}`; written by a filter because `{#`
+    opens a Jinja comment. Ids come from schema-checked slugs; anything else is slugged."""
+    ident = value if _ANCHOR_ID.match(value) else slug(value, "section")
+    return "{#" + ident + "}"
+
+
+FILTERS = {
+    "anchor": anchor,
+    "text": text,
+    "para": para,
+    "cell": cell,
+    "code": code,
+    "html": html,
+    "link": link,
+    "links": links,
+    "codes": codes,
+    "chain": chain,
+    "yaml_str": yaml_str,
+}

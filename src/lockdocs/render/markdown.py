@@ -1,0 +1,119 @@
+"""The page's Markdown from the view model and the Jinja2 templates.
+
+The package ships default templates; a project's own `templates/` folder (next to locks.yaml)
+overrides any of them by file name. StrictUndefined turns a misspelt field into an error instead
+of a silently empty cell; autoescape is off because the output is Markdown, and every user string
+is escaped by a filter from `escape.py` where it lands. Declared text is passed as data, never
+compiled as a template, so `{{ ... }}` in a lock title stays text.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from types import TracebackType
+
+import jinja2
+
+from lockdocs.diagnostics import Diagnostic, Location, Severity
+from lockdocs.render.escape import FILTERS
+from lockdocs.render.view import PageView
+
+PAGE_TEMPLATE = "page.md.j2"
+TEMPLATE_DIR = "templates"
+
+
+class TemplateProblem(Exception):
+    """A template could not be loaded or rendered; carries the located diagnostic."""
+
+    def __init__(self, diagnostic: Diagnostic) -> None:
+        super().__init__(diagnostic.message)
+        self.diagnostic = diagnostic
+
+
+def environment(root: Path) -> jinja2.Environment:
+    """Project templates first, then the package's defaults."""
+    loaders: list[jinja2.BaseLoader] = []
+    override = root / TEMPLATE_DIR
+    if override.is_dir():
+        loaders.append(jinja2.FileSystemLoader(str(override), encoding="utf-8"))
+    loaders.append(jinja2.PackageLoader("lockdocs", "templates"))
+    env = jinja2.Environment(
+        loader=jinja2.ChoiceLoader(loaders),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        auto_reload=False,
+    )
+    env.filters.update(FILTERS)
+    return env
+
+
+def _display(root: Path, filename: str | None, name: str | None) -> str:
+    """A template's file as the user knows it: relative to the project, else by name."""
+    if filename:
+        try:
+            return Path(filename).resolve().relative_to(root.resolve()).as_posix()
+        except ValueError:
+            pass
+    return f"(lockdocs default template) {name or filename or '?'}"
+
+
+def _frame_location(root: Path, tb: TracebackType | None) -> Location | None:
+    """The innermost template line in a render error's traceback (Jinja maps frames to it)."""
+    found: Location | None = None
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename.endswith(".j2"):
+            found = Location(_display(root, code.co_filename, None), tb.tb_lineno, 1)
+        tb = tb.tb_next
+    return found
+
+
+def _problem(root: Path, exc: Exception) -> TemplateProblem:
+    """A template exception as a located LD601 diagnostic."""
+    if isinstance(exc, jinja2.TemplateSyntaxError):
+        loc = Location(_display(root, exc.filename, exc.name), exc.lineno or 1, 1)
+        message = f"template syntax error: {exc.message}"
+    elif isinstance(exc, jinja2.TemplateNotFound):
+        loc = Location(f"{TEMPLATE_DIR}/{exc.name}", 0, 0)
+        message = f"template not found: {exc.name}"
+    else:
+        loc = _frame_location(root, exc.__traceback__) or Location(TEMPLATE_DIR, 0, 0)
+        message = f"template error: {type(exc).__name__}: {exc}"
+    return TemplateProblem(
+        Diagnostic(
+            "LD601",
+            Severity.ERROR,
+            message,
+            loc,
+            "fix the template in templates/ (or delete it to use lockdocs' default); "
+            "the fields a template can use are the view objects in lockdocs/render/view.py",
+        )
+    )
+
+
+_BLANKS = re.compile(r"\n{3,}")
+
+
+def tidy(text: str) -> str:
+    """Trailing spaces off every line, one blank line at most, one newline at the end: the
+    templates can stay readable and the output stays stable."""
+    lines = [line.rstrip() for line in text.split("\n")]
+    out = _BLANKS.sub("\n\n", "\n".join(lines)).strip("\n")
+    return out + "\n"
+
+
+def render_page(root: Path, page: PageView) -> str:
+    """Render the page template; any template problem becomes a TemplateProblem."""
+    env = environment(root)
+    try:
+        template = env.get_template(PAGE_TEMPLATE)
+        return tidy(template.render(page=page))
+    except jinja2.TemplateError as exc:
+        raise _problem(root, exc) from None
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
+        # A project template that calls a filter wrongly; the defaults never do.
+        raise _problem(root, exc) from None

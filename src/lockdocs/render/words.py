@@ -1,0 +1,241 @@
+"""The words of the page: mode labels, derived sentences and the key constructions.
+
+Kept apart from the view objects so a wording change is one small diff, and so the DOT writer
+labels things the way the page names them.
+"""
+
+from __future__ import annotations
+
+import re
+
+from lockdocs import model as m
+from lockdocs.keys import key_sql
+
+KIND_ORDER = ("advisory", "row", "table", "memory")
+
+
+KIND_TITLES = {
+    "advisory": "Advisory locks",
+    "row": "Row locks",
+    "table": "Table locks",
+    "memory": "In-process locks",
+}
+
+
+KIND_NOUN = {
+    "advisory": "advisory lock",
+    "row": "row lock",
+    "table": "table lock",
+    "memory": "in-process lock",
+}
+
+
+def mode_label(kind: str, mode: str, option: str | None = None) -> str:
+    """Row and table modes read as the SQL that takes them; advisory modes as words."""
+    label = mode.upper() if kind in ("row", "table") else mode
+    if option:
+        label += " " + option.upper()
+    return label
+
+
+def first_sentence(s: str | None) -> str | None:
+    """The first sentence of a prose field, for a narrow table cell."""
+    if not s:
+        return s
+    flat = " ".join(s.split())
+    i = flat.find(". ")
+    if 0 < i < len(flat) - 2:
+        flat = flat[: i + 1]
+    return flat
+
+
+def order_words(order: str | None) -> str | None:
+    """'ascending sku' -> 'ascending sku order'; 'provision order' and 'the order the requests
+    were recorded' stay as they are."""
+    if not order:
+        return order
+    flat = " ".join(order.split())
+    return flat if re.search(r"\border\b", flat, re.IGNORECASE) else flat + " order"
+
+
+def sentence(s: str) -> str:
+    """A title shown in bold before more prose ends like a sentence."""
+    flat = " ".join(s.split())
+    return flat if not flat or flat[-1] in ".!?:" else flat + "."
+
+
+def bare(s: str) -> str:
+    """A title used as link text inside a sentence: no closing full stop."""
+    return " ".join(s.split()).rstrip(".")
+
+
+def ordinal(n: int) -> str:
+    """'a second', 'a third' ... for the transactions a path opens."""
+    words = {1: "a", 2: "a second", 3: "a third", 4: "a fourth", 5: "a fifth"}
+    return words.get(n, "another")
+
+
+def as_tuple(value: object) -> tuple[object, ...]:
+    """A rule parameter as a tuple, whatever YAML shape it had."""
+    if value is None:
+        return ()
+    if isinstance(value, list | tuple):
+        return tuple(value)
+    return (value,)
+
+
+def levels(rule: m.Rule) -> tuple[tuple[str, ...], ...]:
+    """The written order of an `order` rule, level by level."""
+    raw = rule.param("levels")
+    return tuple(tuple(str(x) for x in as_tuple(level)) for level in as_tuple(raw))
+
+
+CATEGORIES: dict[str, tuple[str | None, str, str]] = {
+    "hashtextextended-fixed": ("hashtextextended", "of a fixed name", "keys-fixed-name"),
+    "hashtextextended-prefix": ("hashtextextended", "of a prefix plus parts", "keys-prefixed"),
+    "hashtextextended-bare": ("hashtextextended", "of bare parts, with no prefix", "keys-bare"),
+    "hashtext-fixed": ("hashtext", "of a fixed name, widened to bigint", "keys-hashtext-fixed"),
+    "hashtext-prefix": (
+        "hashtext",
+        "of a prefix plus parts, widened to bigint",
+        "keys-hashtext-prefixed",
+    ),
+    "hashtext-bare": ("hashtext", "of a bare id, widened to bigint", "keys-hashtext-bare"),
+    "constant": (None, "A literal constant", "keys-constant"),
+    "int4pair": (None, "The two-int4 form", "keys-int4-pair"),
+}
+
+
+CATEGORY_ORDER = tuple(CATEGORIES)
+
+
+def key_category(key: m.Key) -> str:
+    """Which construction a key belongs to, for 'How keys are built'."""
+    if key.construction in ("constant", "int4pair"):
+        return key.construction
+    kt = key.text
+    if kt is None or kt.fixed:
+        shape = "fixed"
+    elif kt.prefix:
+        shape = "prefix"
+    else:
+        shape = "bare"
+    return f"{key.construction}-{shape}"
+
+
+def group_heading(function: str | None, shape: str) -> str:
+    """How a lock section names its key construction."""
+    if function:
+        return f"{function} {shape}"
+    return shape.lower()
+
+
+def extent(lock: m.Lock) -> str | None:
+    """What one lock of a singleton class covers."""
+    if not lock.singleton:
+        return None
+    if lock.kind == "table":
+        return "one lock for the whole table"
+    return "one lock for the whole database"
+
+
+def explain(cat: str, locks: list[m.Lock], has_hashtext: bool) -> str:
+    """The sentence under a key construction, derived from its locks."""
+    n = len(locks)
+    if cat == "hashtextextended-fixed":
+        return (
+            "One key for the whole database per name; the tool computes each bigint the way "
+            "Postgres does, so two fixed keys cannot silently be the same lock."
+        )
+    if cat == "hashtextextended-prefix":
+        return (
+            "The prefix keeps each family's keys apart from every other family's: "
+            "a family is one prefix and the runtime parts after it."
+        )
+    if cat == "hashtextextended-bare":
+        return (
+            "Nothing separates these keys from another family's that hashes the same text: "
+            "give each family a prefix."
+        )
+    if cat.startswith("hashtext-"):
+        if n > 1:
+            shared = f"so these {n} families share one 32-bit key space"
+            if cat == "hashtext-bare":
+                shared += " with no prefix between them"
+        else:
+            shared = "so its keys share a 32-bit key space with every other hashtext key"
+        return (
+            f"hashtext returns 32 bits, {shared}; a collision makes two unrelated objects "
+            "wait for each other, and the odds grow with the number of keys held at once."
+        )
+    if cat == "constant":
+        text = "A number written in the code; its bigint is known exactly."
+        if has_hashtext and all(
+            lk.key is not None and lk.key.value is not None and not -(2**31) <= lk.key.value < 2**31
+            for lk in locks
+        ):
+            text += (
+                " Each value lies outside the 32-bit range, so it cannot collide with a "
+                "hashtext key."
+            )
+        return text
+    return (
+        "pg_advisory_xact_lock(int4, int4) keys live in a key space of their own: they "
+        "never collide with a bigint key, only with another pair."
+    )
+
+
+def scope_facts(model: m.Model) -> tuple[str, ...]:
+    """Sentences derived from the declarations, so nobody writes them by hand."""
+    facts: list[str] = []
+    advisory = [lk for lk in model.locks.values() if lk.kind == "advisory"]
+    if advisory:
+        session = [lk.title for lk in advisory if lk.scope == "session"]
+        if not session:
+            facts.append(
+                "Every advisory lock is transaction-scoped (pg_advisory_xact_lock), so Postgres "
+                "releases it at commit or rollback and an error never leaves one behind."
+            )
+        else:
+            facts.append(
+                "Session-scoped advisory locks (held until unlocked, even past a rollback): "
+                + ", ".join(session)
+                + "."
+            )
+    if not any(lk.kind == "table" for lk in model.locks.values()):
+        facts.append("No declared lock is a table lock (LOCK TABLE).")
+    row_modes = {mode for lk in model.locks.values() if lk.kind == "row" for mode in lk.mode_names}
+    unused = [mode_label("row", x) for x in ("for share", "for key share") if x not in row_modes]
+    if any(lk.kind == "row" for lk in model.locks.values()) and unused:
+        facts.append("No row lock is declared " + " or ".join(unused) + ".")
+    memory = [lk.title for lk in model.locks.values() if lk.kind == "memory"]
+    if memory:
+        facts.append(
+            "In-process locks live in one process only and are held until released: "
+            + ", ".join(memory)
+            + "."
+        )
+    return tuple(facts)
+
+
+def key_expression(key: m.Key) -> str:
+    """The key as SQL; a constant as the literal the code passes, whatever way it was declared."""
+    if key.construction == "constant" and key.value is not None:
+        return str(key.value)
+    return key_sql(key)
+
+
+def key_short(key: m.Key) -> str:
+    """A key short enough for a table cell; the lock's section has the whole expression."""
+    if key.construction == "constant":
+        if key.constant_name:
+            return key.constant_name
+        return str(key.value if key.value is not None else key.constant_value)
+    full = key_sql(key)
+    if len(full) <= 48 or key.text is None or key.text.fixed:
+        return full
+    kt = key.text
+    head = "'" + (kt.prefix or "").replace("'", "''") + "' || …" if kt.prefix else "…"
+    if key.construction == "hashtextextended":
+        return f"hashtextextended({head}, {kt.seed})"
+    return f"hashtext({head})::bigint"

@@ -1,0 +1,231 @@
+"""`lockdocs init`: a new project that `lockdocs check` accepts as it stands.
+
+The files are a working example rather than empty stubs: a team learns the format by editing a
+lock and a path that already pass, and every comment says what the field is for. The JSON Schema
+files are written beside them (from `lockdocs.schema.definition`, the one source of the schema)
+so an editor completes and checks the YAML with no network access. Nothing existing is ever
+overwritten: init checks every target first and writes nothing when one is there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+SCHEMA_DIR = ".lockdocs"
+
+LOCKS_YAML = """\
+# yaml-language-server: $schema=.lockdocs/locks.schema.json
+#
+# The database locks of this application: every lock class, how each advisory key is built, the
+# transaction kinds, the rules every code path keeps and the known exceptions. The order in which
+# each code path takes its locks lives in paths/*.yaml.
+#
+#   lockdocs check   checks the lock order, the keys and the rules (run it in CI and pre-commit)
+#   lockdocs build   writes the page (docs/database-locks.md) from these files
+#   lockdocs schema  prints the JSON Schema that .lockdocs/locks.schema.json holds
+lockdocs: 1
+
+page:
+  title: Database Locks
+  summary: >-
+    Which locks the application takes, how each advisory key is built, and in what order each
+    code path takes them.
+  output: database-locks.md   # the page's file under docs/
+
+# The link for an issue number (exceptions and locks name issues by number).
+issues: "https://example.invalid/your-app/issues/{number}"
+
+# How transactions are opened. A kind may take a lock as its first statement (first:) and bound
+# every lock wait inside it (lock_timeout: 5s; none waits until the request gives up).
+transactions:
+  app:
+    title: app transaction
+    opened_by: db.begin
+    isolation: read committed
+    lock_timeout: 5s
+    on_timeout: SQLSTATE 55P03 (lock_not_available); the request fails and can be retried.
+
+# One entry per lock class: an advisory key family, a table whose rows are locked with FOR UPDATE
+# (or FOR NO KEY UPDATE, ...), a LOCK TABLE, or an in-process lock (kind: memory).
+locks:
+  account-sync:
+    title: Account sync
+    kind: advisory
+    # pg_advisory_xact_lock(hashtextextended('account-sync:' || account_id, 0)). The prefix keeps
+    # this family's keys apart from every other family's; lockdocs checks the prefixes.
+    key:
+      hashtextextended: {prefix: "account-sync:", parts: [account id]}
+    modes:
+      exclusive: one sync of an account at a time
+    serializes: Two syncs of one account.
+    taken_by:
+      - {name: SyncAccount, kind: function}
+  account-row:
+    title: Account row
+    kind: row
+    table: public.accounts
+    row: one account
+    modes:
+      for no key update: every change to an account's balance
+    instances: {order: ascending id}   # the one order for several accounts in one transaction
+    serializes: Two balance updates of one account.
+    taken_by:
+      - {name: LockAccount, kind: query, mode: for no key update}
+
+# Invariants every path keeps; lockdocs check proves each one on every path.
+rules:
+  sync-before-row:
+    title: The account sync lock comes before the account row
+    before: {first: account-sync, then: account-row}
+
+# Known deviations from a rule (or a check code), each with the issue that tracks it. An
+# exception that no longer matches a finding is reported, like an unused noqa.
+# exceptions:
+#   - rule: LD202
+#     path: sync-account
+#     issue: 12
+#     why: why it is safe, or what is planned
+"""
+
+PATH_YAML = """\
+# yaml-language-server: $schema=../.lockdocs/paths.schema.json
+#
+# One group of code paths. Each path lists its steps in the order the code runs them:
+#   take: a lock (mode:, via: the function or query that takes it, note:)
+#   loop: several instances, with order:      branches: alternatives, one of which runs
+#   run: another declared path, inline        write: / external: / commit
+group: Accounts
+transaction: app   # the default transaction kind of the paths in this file
+paths:
+  sync-account:
+    title: Sync an account
+    entry: SyncAccount
+    summary: Takes the account's sync lock, then its row, and writes the new balance.
+    steps:
+      - take: account-sync
+        via: SyncAccount
+      - take: account-row
+        via: LockAccount
+      - write: balance
+"""
+
+MKDOCS_SNIPPET = """\
+plugins:
+  - search
+  - lockdocs
+
+nav:
+  - Database locks: database-locks.md
+"""
+
+PRE_COMMIT_SNIPPET = """\
+repos:
+  - repo: https://github.com/your-org/lockdocs   # wherever you get lockdocs from
+    rev: v0.1.0
+    hooks:
+      - id: lockdocs-check
+"""
+
+
+class ScaffoldError(Exception):
+    """A file init would write already exists (exit 2; nothing is written)."""
+
+
+@dataclass(frozen=True)
+class Scaffold:
+    root: Path
+    files: dict[str, bytes]  # relative posix path -> content, in the order they are written
+    page_note: str = ""  # why the page was not built, when it was not
+
+
+def declarations() -> dict[str, bytes]:
+    """The declaration and schema files init writes; pure, so the tests can read them."""
+    from lockdocs.schema.definition import shipped_files
+
+    files = {"locks.yaml": LOCKS_YAML, "paths/accounts.yaml": PATH_YAML}
+    for name, text in sorted(shipped_files().items()):
+        files[f"{SCHEMA_DIR}/{name}"] = text
+    return {rel: text.encode("utf-8") for rel, text in files.items()}
+
+
+def refuse_existing(root: Path, names: list[str]) -> None:
+    """ScaffoldError naming the first file (or blocking non-folder) that is already there."""
+    for rel in names:
+        target = root / rel
+        if target.exists() or target.is_symlink():
+            raise ScaffoldError(f"{target} already exists; init writes nothing over existing files")
+        for parent in reversed(Path(rel).parents):
+            folder = root / parent
+            if folder.exists() and not folder.is_dir():
+                raise ScaffoldError(f"{folder} exists and is not a folder")
+
+
+def _built_page(files: dict[str, bytes]) -> tuple[dict[str, bytes], str]:
+    """The page `lockdocs build` makes of these declarations, built in a scratch folder so that
+    `lockdocs check` passes at once (it compares the committed page with the declarations)."""
+    import io
+    import tempfile
+
+    try:
+        from lockdocs.render.build import DOCS, build
+    except ImportError:  # a build without the renderer: the declarations alone
+        return {}, "this lockdocs cannot render pages"
+    with tempfile.TemporaryDirectory(prefix="lockdocs-init-") as tmp:
+        scratch = Path(tmp)
+        for rel, content in files.items():
+            (scratch / rel).parent.mkdir(parents=True, exist_ok=True)
+            (scratch / rel).write_bytes(content)
+        err = io.StringIO()
+        if build(scratch, out=io.StringIO(), err=err) != 0:
+            return {}, err.getvalue().strip().removeprefix("lockdocs: ")
+        docs = scratch / DOCS
+        return {
+            f.relative_to(scratch).as_posix(): f.read_bytes()
+            for f in sorted(docs.rglob("*"))
+            if f.is_file()
+        }, ""
+
+
+def make(root: Path) -> Scaffold:
+    """Every file init writes: the declarations, the schemas and, when it can be built, the page.
+
+    Refuses before any build when a declaration file exists, and again for the page's files.
+    """
+    files = declarations()
+    refuse_existing(root, list(files))
+    page, note = _built_page(files)
+    refuse_existing(root, list(page))
+    return Scaffold(root, {**files, **page}, note)
+
+
+def write(scaffold: Scaffold) -> list[Path]:
+    """Write the files; exclusive creation, so a file that appeared meanwhile is never replaced."""
+    refuse_existing(scaffold.root, list(scaffold.files))
+    written: list[Path] = []
+    for rel, content in scaffold.files.items():
+        target = scaffold.root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with target.open("xb") as fh:
+            fh.write(content)
+        written.append(target)
+    return written
+
+
+def next_steps(root: Path) -> str:
+    """What init prints: the files, then the lines to add to mkdocs.yml and pre-commit."""
+    where = "" if root.resolve() == Path.cwd().resolve() else f" --root {root}"
+    return (
+        "Next:\n"
+        f"  lockdocs check{where}    check the declarations, and that the page is current\n"
+        f"  lockdocs build{where}    rewrite docs/database-locks.md after each change\n"
+        "\n"
+        "Add the page to your MkDocs site (mkdocs.yml):\n\n"
+        + _indent(MKDOCS_SNIPPET)
+        + "\nRun the check before each commit (.pre-commit-config.yaml):\n\n"
+        + _indent(PRE_COMMIT_SNIPPET)
+    )
+
+
+def _indent(text: str) -> str:
+    return "".join(f"    {line}\n" if line else "\n" for line in text.splitlines())

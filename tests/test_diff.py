@@ -1,0 +1,402 @@
+"""`lockdocs diff` through the real command line.
+
+Each folder under tests/fixtures/diff/<case>/ holds a `base` and a `head` project and the
+expected text output (`expected.txt`, rewritten when UPDATE_GOLDEN=1): adding a case means
+adding files. The JSON checks below say what each case is about.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures" / "diff"
+CASES = sorted(p.name for p in FIXTURES.iterdir() if (p / "base").is_dir())
+
+
+def lockdocs(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "LOCKDOCS_DEBUG"}
+    return subprocess.run(
+        [sys.executable, "-m", "lockdocs", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+
+
+def diff_json(case: str, *extra: str) -> dict[str, Any]:
+    proc = lockdocs("diff", "base", "head", "--format", "json", *extra, cwd=FIXTURES / case)
+    assert proc.returncode == 0, proc.stderr
+    data: dict[str, Any] = json.loads(proc.stdout)
+    return data
+
+
+def _ids(rows: list[dict[str, Any]], key: str = "id") -> list[Any]:
+    return [r[key] for r in rows]
+
+
+def _edges(rows: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return [(r["src"], r["dst"]) for r in rows]
+
+
+def _lock_added(d: dict[str, Any]) -> None:
+    assert _ids(d["locks"]["added"]) == ["budget"]
+    assert d["locks"]["added"][0]["table"] == "ledger.budgets"
+    assert d["summary"] == "1 lock added"
+
+
+def _lock_removed(d: dict[str, Any]) -> None:
+    assert _ids(d["locks"]["removed"]) == ["journal"]
+    assert _ids(d["paths"]["removed"]) == ["close-journal"]
+    assert _edges(d["edges"]["removed"]) == [("journal", "account"), ("ledger-gate", "journal")]
+    assert d["edges"]["removed"][0]["paths"] == ["close-journal"]
+
+
+def _lock_renamed(d: dict[str, Any]) -> None:
+    # One rename; not a removal plus an addition, and nothing downstream moves.
+    assert d["locks"]["renamed"] == [
+        {
+            "from": "account",
+            "to": "account-row",
+            "matched_by": "same table ledger.accounts",
+            "changes": [],
+        }
+    ]
+    assert d["locks"]["added"] == d["locks"]["removed"] == []
+    assert d["edges"]["added"] == d["edges"]["removed"] == []
+    assert d["paths"]["changed"] == []
+    assert d["rules"]["changed"] == []
+    assert d["summary"] == "1 lock renamed"
+
+
+def _lock_mode_changed(d: dict[str, Any]) -> None:
+    assert d["locks"]["changed"] == [
+        {
+            "id": "journal",
+            "changes": [{"field": "modes", "before": "exclusive", "after": "exclusive, shared"}],
+        }
+    ]
+
+
+def _edge_new_cycle(d: dict[str, Any]) -> None:
+    assert ("budget", "account") in _edges(d["edges"]["added"])
+    assert ("account", "budget") in _edges(d["edges"]["added"])
+    assert _ids(d["paths"]["added"]) == ["close-budget"]
+    assert d["paths"]["added"][0]["acquisitions"] == [
+        "ledger-gate shared (first in posting)",
+        "budget for no key update",
+        "account for no key update",
+    ]
+    [new] = d["findings"]["new"]
+    assert (new["code"], new["severity"], new["waived_by"]) == ("LD201", "error", None)
+    assert new["paths"] == ["transfer", "close-budget"]
+    assert d["new_unwaived"] == 1
+
+
+def _path_reordered(d: dict[str, Any]) -> None:
+    [p] = d["paths"]["changed"]
+    assert p["id"] == "close-journal"
+    assert p["reordered"] is True
+    assert p["before"][1:] == ["journal exclusive", "account for no key update"]
+    assert p["after"][1:] == ["account for no key update", "journal exclusive"]
+    assert _edges(d["edges"]["added"]) == [("account", "journal")]
+    assert _edges(d["edges"]["removed"]) == [("journal", "account")]
+    # No cycle: only one path takes both, so there is nothing new to fix.
+    assert d["findings"]["new"] == []
+
+
+def _exception_added(d: dict[str, Any]) -> None:
+    [exc] = d["exceptions"]["added"]
+    assert (exc["rule"], exc["path"], exc["issue"]) == ("LD202", "transfer", 12)
+    [waived] = d["findings"]["newly_waived"]
+    assert waived["code"] == "LD202"
+    assert waived["waived_by"]
+    assert d["findings"]["new"] == d["findings"]["fixed"] == []
+    assert d["new_unwaived"] == 0
+
+
+def _finding_fixed(d: dict[str, Any]) -> None:
+    [fixed] = d["findings"]["fixed"]
+    assert fixed["code"] == "LD201"
+    assert d["findings"]["new"] == []
+    assert _edges(d["edges"]["removed"]) == [("budget", "account")]
+    assert d["paths"]["changed"][0]["reordered"] is True
+
+
+def _no_change(d: dict[str, Any]) -> None:
+    # Only comments and line numbers moved: the findings match without their lines.
+    assert d["summary"] == "no change to the locks, their order or the findings"
+
+
+EXPECT: dict[str, Callable[[dict[str, Any]], None]] = {
+    "lock-added": _lock_added,
+    "lock-removed": _lock_removed,
+    "lock-renamed": _lock_renamed,
+    "lock-mode-changed": _lock_mode_changed,
+    "edge-new-cycle": _edge_new_cycle,
+    "path-reordered": _path_reordered,
+    "exception-added": _exception_added,
+    "finding-fixed": _finding_fixed,
+    "no-change": _no_change,
+}
+
+
+def test_every_case_has_a_check() -> None:
+    assert sorted(EXPECT) == CASES
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_case_json(case: str) -> None:
+    EXPECT[case](diff_json(case))
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_case_text_golden(case: str) -> None:
+    proc = lockdocs("diff", "base", "head", cwd=FIXTURES / case)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    golden = FIXTURES / case / "expected.txt"
+    if os.environ.get("UPDATE_GOLDEN"):
+        golden.write_text(proc.stdout, encoding="utf-8")
+    assert proc.stdout == golden.read_text(encoding="utf-8")
+
+
+def test_json_is_sorted_and_stable() -> None:
+    first = lockdocs("diff", "base", "head", "-f", "json", cwd=FIXTURES / "edge-new-cycle")
+    again = lockdocs("diff", "base", "head", "-f", "json", cwd=FIXTURES / "edge-new-cycle")
+    assert first.stdout == again.stdout
+    data = json.loads(first.stdout)
+    assert first.stdout == json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    assert data["base"] == "base"
+    assert data["head"] == "head"
+
+
+def test_markdown_is_a_pr_comment() -> None:
+    proc = lockdocs("diff", "base", "head", "--format", "markdown", cwd=FIXTURES / "edge-new-cycle")
+    assert proc.returncode == 0, proc.stderr
+    md = proc.stdout
+    lines = md.splitlines()
+    assert lines[0] == "**lockdocs diff** `base` → `head`"
+    assert lines[2].startswith("⚠️ 3 order edges added")
+    assert "<details open><summary><b>Findings</b>" in md  # new findings are not hidden
+    assert "<details><summary><b>Order edges" in md
+    assert md.count("<details") == md.count("</details>")
+    dot = md[md.index("```dot\n") + len("```dot\n") :]
+    dot = dot[: dot.index("```")]
+    assert dot.startswith("digraph lock_order_change {")
+    assert '"budget" -> "account" [label="close-budget", color="#1a7f37"' in dot  # added: green
+    assert '"account" -> "account" [label="transfer", color="#8c959f"' in dot  # context: grey
+    if shutil.which("dot"):
+        svg = subprocess.run(
+            ["dot", "-Tsvg"], input=dot, capture_output=True, text=True, check=False
+        )
+        assert svg.returncode == 0, svg.stderr
+
+
+def test_markdown_shows_removed_edges_red() -> None:
+    proc = lockdocs("diff", "base", "head", "-f", "markdown", cwd=FIXTURES / "path-reordered")
+    assert '"journal" -> "account" [label="close-journal", color="#cf222e"' in proc.stdout
+    assert "<details open>" not in proc.stdout  # nothing new to fix: all folded
+
+
+def test_fail_on_new_findings() -> None:
+    cycle = lockdocs(
+        "diff", "base", "head", "--fail-on", "new-findings", cwd=FIXTURES / "edge-new-cycle"
+    )
+    assert cycle.returncode == 1
+    assert "1 new unwaived finding to fix or waive" in cycle.stdout
+    # Without --fail-on the same diff exits 0: it reports, it does not gate.
+    assert lockdocs("diff", "base", "head", cwd=FIXTURES / "edge-new-cycle").returncode == 0
+    for case in ("finding-fixed", "exception-added", "lock-renamed"):
+        proc = lockdocs("diff", "base", "head", "--fail-on", "new-findings", cwd=FIXTURES / case)
+        assert proc.returncode == 0, (case, proc.stdout)
+
+
+# --- bad input -----------------------------------------------------------------------------
+
+
+def test_invalid_side_is_exit_2(tmp_path: Path) -> None:
+    shutil.copytree(FIXTURES / "lock-added" / "base", tmp_path / "base")
+    shutil.copytree(FIXTURES / "lock-added" / "base", tmp_path / "head")
+    (tmp_path / "head" / "paths" / "postings.yaml").write_text(
+        "group: Postings\npaths:\n  x:\n    title: X\n    steps:\n      - take: nope\n",
+        encoding="utf-8",
+    )
+    proc = lockdocs("diff", "base", "head", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert "LD004 error: unknown lock 'nope'" in proc.stderr
+    assert proc.stderr.endswith("lockdocs: the declarations at head are not valid\n")
+    assert "Traceback" not in proc.stderr
+
+
+def test_folder_without_locks_yaml(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    shutil.copytree(FIXTURES / "lock-added" / "base", tmp_path / "base")
+    proc = lockdocs("diff", "empty", "base", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr == "lockdocs: no locks.yaml in empty\n"
+
+
+def test_revision_outside_git(tmp_path: Path) -> None:
+    shutil.copytree(FIXTURES / "lock-added" / "base", tmp_path / "app")
+    proc = lockdocs("diff", "HEAD~1", cwd=tmp_path / "app")
+    assert proc.returncode == 2
+    assert "is not in a git repository" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+# --- git revisions -------------------------------------------------------------------------
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Test",
+    "GIT_AUTHOR_EMAIL": "test@example.invalid",
+    "GIT_COMMITTER_NAME": "Test",
+    "GIT_COMMITTER_EMAIL": "test@example.invalid",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+def git(*args: str, cwd: Path) -> None:
+    subprocess.run(
+        ["git", "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        env={**os.environ, **GIT_ENV},
+    )
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A repository whose project lives in a subfolder, with two commits: base, then head."""
+    if shutil.which("git") is None:  # pragma: no cover - git is part of the dev setup
+        pytest.skip("git is not installed")
+    project = tmp_path / "repo" / "services" / "ledger"
+    shutil.copytree(FIXTURES / "edge-new-cycle" / "base", project)
+    (project / "README.md").write_text("not a declaration\n", encoding="utf-8")
+    git("init", "-q", cwd=tmp_path / "repo")
+    git("add", "-A", cwd=tmp_path / "repo")
+    git("commit", "-q", "-m", "base", cwd=tmp_path / "repo")
+    shutil.rmtree(project / "paths")
+    shutil.copytree(FIXTURES / "edge-new-cycle" / "head" / "paths", project / "paths")
+    git("add", "-A", cwd=tmp_path / "repo")
+    git("commit", "-q", "-m", "head", cwd=tmp_path / "repo")
+    return project
+
+
+def test_git_revision_against_working_tree(repo: Path) -> None:
+    proc = lockdocs("diff", "HEAD~1", "--format", "json", cwd=repo / "paths")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert (data["base"], data["head"]) == ("HEAD~1", "working tree")
+    folders = json.loads(
+        lockdocs("diff", "base", "head", "-f", "json", cwd=FIXTURES / "edge-new-cycle").stdout
+    )
+    for key in ("locks", "edges", "paths", "findings", "exceptions", "rules", "summary"):
+        assert data[key] == folders[key], key
+
+
+def test_git_two_revisions(repo: Path) -> None:
+    proc = lockdocs("diff", "HEAD~1", "HEAD", cwd=repo)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("lockdocs diff HEAD~1 -> HEAD\n")
+    assert "  + budget -> account  (close-budget)" in proc.stdout
+    same = lockdocs("diff", "HEAD", cwd=repo)
+    assert same.stdout.endswith("\nno change to the locks, their order or the findings\n")
+
+
+def test_git_root_option_from_repo_top(repo: Path) -> None:
+    top = repo.parent.parent
+    proc = lockdocs(
+        "diff", "HEAD~1", "--root", "services/ledger", "--fail-on", "new-findings", cwd=top
+    )
+    assert proc.returncode == 1, proc.stderr
+    missing = lockdocs("diff", "HEAD~1", cwd=top)
+    assert missing.returncode == 2
+    assert missing.stderr == (
+        "lockdocs: no locks.yaml at revision HEAD~1\n"
+        "hint: run lockdocs diff in the project's folder, or pass --root DIR\n"
+    )
+
+
+def test_git_revision_brings_settings_and_a_custom_paths_folder(tmp_path: Path) -> None:
+    """pyproject.toml (severities) and the folder `paths:` names come from the revision too."""
+    project = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "edge-new-cycle" / "head", project)
+    (project / "paths").rename(project / "decl")
+    locks = (project / "locks.yaml").read_text(encoding="utf-8")
+    (project / "locks.yaml").write_text(locks + "paths: decl  # the path files\n", "utf-8")
+    (project / "pyproject.toml").write_text('[tool.lockdocs.checks]\nLD201 = "off"\n', "utf-8")
+    git("init", "-q", cwd=project)
+    git("add", "-A", cwd=project)
+    git("commit", "-q", "-m", "one", cwd=project)
+    proc = lockdocs("diff", "HEAD", "-f", "json", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["summary"] == "no change to the locks, their order or the findings"
+    assert data["findings"]["fixed"] == []  # LD201 is off on both sides
+
+
+def test_git_unknown_revision(repo: Path) -> None:
+    proc = lockdocs("diff", "no-such-branch", cwd=repo)
+    assert proc.returncode == 2
+    assert proc.stderr == "lockdocs: unknown revision no-such-branch\n"
+    opt = lockdocs("diff", "--", "--output=x", cwd=repo)
+    assert opt.returncode == 2
+    assert opt.stderr == "lockdocs: unknown revision --output=x\n"
+    assert not (repo / "x").exists()
+
+
+def test_git_revision_with_invalid_declarations(repo: Path) -> None:
+    (repo / "locks.yaml").write_text("lockdocs: 1\npage: [\n", encoding="utf-8")
+    git("commit", "-q", "-am", "broken", cwd=repo)
+    git("checkout", "-q", "HEAD~1", "--", "locks.yaml", cwd=repo)
+    proc = lockdocs("diff", "HEAD", cwd=repo)
+    assert proc.returncode == 2
+    assert "LD001" in proc.stderr
+    assert proc.stderr.endswith("lockdocs: the declarations at HEAD are not valid\n")
+
+
+# --- the CI examples -----------------------------------------------------------------------
+
+EXAMPLES = Path(__file__).parent.parent / "examples" / "ci"
+
+
+@pytest.mark.parametrize(
+    ("name", "schema"),
+    [("github-workflow.yml", "vendor.github-workflows"), ("gitlab-ci.yml", "vendor.gitlab-ci")],
+)
+def test_ci_examples_are_valid(name: str, schema: str) -> None:
+    """Each example fits its CI's schema (vendored in check-jsonschema: no network)."""
+    exe = Path(sys.executable).parent / "check-jsonschema"
+    if not exe.exists():  # pragma: no cover - part of the test extras
+        pytest.skip("check-jsonschema is not installed")
+    proc = subprocess.run(
+        [str(exe), "--builtin-schema", schema, str(EXAMPLES / name)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_github_example_runs_the_documented_commands() -> None:
+    text = (EXAMPLES / "github-workflow.yml").read_text(encoding="utf-8")
+    assert "lockdocs check --format github" in text
+    assert "lockdocs check --format sarif > lockdocs.sarif" in text
+    assert "github/codeql-action/upload-sarif@" in text
+    assert 'lockdocs diff "origin/$BASE_REF" --format markdown' in text
+    assert "BASE_REF: ${{ github.base_ref }}" in text

@@ -1,0 +1,93 @@
+"""Golden files: the page and the DOT of tests/fixtures/render_project, exactly.
+
+The fixture declares every lock kind, every key construction, every step kind, an exception
+with an issue and findings the check leaves standing. After an intended change to the renderer
+(or to the checker's messages, which the page lists), rewrite the files with
+`pytest tests/test_render_golden.py --update-golden` and review the diff.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from lockdocs.api import analyse, load
+from lockdocs.diagnostics import sort_diagnostics
+from lockdocs.render.build import render_outputs
+
+FIXTURE = Path(__file__).parent / "fixtures" / "render_project"
+GOLDEN = Path(__file__).parent / "golden" / "render_project"
+
+
+def _outputs(root: Path) -> dict[str, str]:
+    model, diags = load(root)
+    assert model is not None, diags
+    return render_outputs(model, sort_diagnostics(diags + analyse(model)))
+
+
+def test_page_and_dot_match_the_golden_files(update_golden: bool) -> None:
+    outputs = _outputs(FIXTURE)
+    if update_golden:
+        shutil.rmtree(GOLDEN, ignore_errors=True)
+        for rel, content in outputs.items():
+            target = GOLDEN / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(content.encode("utf-8"))
+        pytest.skip("golden files rewritten")
+    golden = {
+        p.relative_to(GOLDEN).as_posix(): p.read_bytes().decode("utf-8")
+        for p in sorted(GOLDEN.rglob("*"))
+        if p.is_file()
+    }
+    assert sorted(outputs) == sorted(golden), "files added or removed; run with --update-golden"
+    for rel, content in outputs.items():
+        assert content == golden[rel], f"{rel} differs; run with --update-golden and review"
+
+
+def test_outputs_do_not_depend_on_where_the_project_is(tmp_path: Path) -> None:
+    copy = tmp_path / "somewhere" / "else"
+    shutil.copytree(FIXTURE, copy)
+    assert _outputs(copy) == _outputs(FIXTURE)
+
+
+def test_the_golden_page_carries_every_kind_of_fact() -> None:
+    """A guard on the fixture itself: it keeps exercising what the golden files are for."""
+    page = (GOLDEN / "docs" / "database-locks.md").read_text(encoding="utf-8")
+    for needle in (
+        "### Advisory locks",
+        "### Row locks",
+        "### Table locks",
+        "### In-process locks",
+        "of a fixed name",
+        "of a prefix plus parts",
+        "of a bare id, widened to bigint",
+        "A literal constant",
+        "The two-int4 form",
+        "in `pg_locks`",
+        "Opens a transaction of kind [shop.Checkout](#tx-checkout)",
+        "For each line's SKU",
+        "One of, by the order's status",
+        "**already cancelled:** no step",
+        "Runs [Enqueue a notice](#path-enqueue-notice) here",
+        "Calls `pg_notify`",
+        "Calls out to *Mail: send the notices*, **while holding**",
+        "Writes stock",
+        "Opens a second transaction",
+        "Commits, releasing",
+        "Rolls back",
+        "Returns with the transaction still open",
+        "Releases [Cache warm-up]",
+        "already held",
+        "## Where the paths differ",
+        "[\\#12](https://tracker.invalid/shop/issues/12)",
+        "## Remaining findings",
+        "**LD302** warning",
+        "## Planned work",
+        "The written order",
+        "![Lock-order graph",
+    ):
+        assert needle in page, needle
+    order = (GOLDEN / "docs" / "database-locks" / "lock-order.dot").read_text(encoding="utf-8")
+    assert '{ rank=same; "catalog-gate"; "cache-lock"; }' in order
