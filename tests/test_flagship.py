@@ -376,33 +376,33 @@ RULE_CHANGE_IN_TX = [
 # transaction per owed pool; a failed pool is rolled back and recorded in a further one. The
 # transaction numbers count the transactions opened so far on each route (settled or failed).
 DRAIN = [
-    "t2 acquire rendezvous#1 shared <- ",
-    "t2 acquire pool-row#1 for update <- rendezvous#1",
-    "t2 acquire change-obligation-row#1.1 for update <- rendezvous#1, pool-row#1",
-    "t2 retake pool-row for update <- rendezvous#1, pool-row#1, change-obligation-row#1.1",
+    "t2 acquire rendezvous shared <- ",
+    "t2 acquire pool-row#1 for update <- rendezvous",
+    "t2 acquire change-obligation-row#1.1 for update <- rendezvous, pool-row#1",
+    "t2 retake pool-row for update <- rendezvous, pool-row#1, change-obligation-row#1.1",
     "t2 acquire change-obligation-row#1.2 for update"
-    " <- rendezvous#1, pool-row#1, change-obligation-row#1.1",
+    " <- rendezvous, pool-row#1, change-obligation-row#1.1",
     "t2 retake pool-row for update"
-    " <- rendezvous#1, pool-row#1, change-obligation-row#1.1, change-obligation-row#1.2",
-    "t3 acquire rendezvous#1 shared @failed <- ",
-    "t3 acquire rendezvous#2 shared <- ",
-    "t4 acquire rendezvous#2 shared <- ",
-    "t3 acquire pool-row#2 for update <- rendezvous#2",
-    "t3 acquire change-obligation-row#2.1 for update <- rendezvous#2, pool-row#2",
-    "t3 retake pool-row for update <- rendezvous#2, pool-row#2, change-obligation-row#2.1",
+    " <- rendezvous, pool-row#1, change-obligation-row#1.1, change-obligation-row#1.2",
+    "t3 acquire rendezvous shared @failed <- ",
+    "t3 acquire rendezvous shared <- ",
+    "t4 acquire rendezvous shared <- ",
+    "t3 acquire pool-row#2 for update <- rendezvous",
+    "t3 acquire change-obligation-row#2.1 for update <- rendezvous, pool-row#2",
+    "t3 retake pool-row for update <- rendezvous, pool-row#2, change-obligation-row#2.1",
     "t3 acquire change-obligation-row#2.2 for update"
-    " <- rendezvous#2, pool-row#2, change-obligation-row#2.1",
+    " <- rendezvous, pool-row#2, change-obligation-row#2.1",
     "t3 retake pool-row for update"
-    " <- rendezvous#2, pool-row#2, change-obligation-row#2.1, change-obligation-row#2.2",
-    "t4 acquire pool-row#2 for update <- rendezvous#2",
-    "t4 acquire change-obligation-row#2.1 for update <- rendezvous#2, pool-row#2",
-    "t4 retake pool-row for update <- rendezvous#2, pool-row#2, change-obligation-row#2.1",
+    " <- rendezvous, pool-row#2, change-obligation-row#2.1, change-obligation-row#2.2",
+    "t4 acquire pool-row#2 for update <- rendezvous",
+    "t4 acquire change-obligation-row#2.1 for update <- rendezvous, pool-row#2",
+    "t4 retake pool-row for update <- rendezvous, pool-row#2, change-obligation-row#2.1",
     "t4 acquire change-obligation-row#2.2 for update"
-    " <- rendezvous#2, pool-row#2, change-obligation-row#2.1",
+    " <- rendezvous, pool-row#2, change-obligation-row#2.1",
     "t4 retake pool-row for update"
-    " <- rendezvous#2, pool-row#2, change-obligation-row#2.1, change-obligation-row#2.2",
-    "t4 acquire rendezvous#2 shared @failed <- ",
-    "t5 acquire rendezvous#2 shared @failed <- ",
+    " <- rendezvous, pool-row#2, change-obligation-row#2.1, change-obligation-row#2.2",
+    "t4 acquire rendezvous shared @failed <- ",
+    "t5 acquire rendezvous shared @failed <- ",
 ]
 
 
@@ -577,8 +577,8 @@ OTHERS = {
     ],
     "registry-with-lock": ["t1 acquire domains-registry exclusive <- "],
     "domains-reconcile-boot": [
-        "t2 acquire domains-registry#1 exclusive <- ",
-        "t3 acquire domains-registry#2 exclusive <- ",
+        "t2 acquire domains-registry exclusive <- ",
+        "t3 acquire domains-registry exclusive <- ",
     ],
 }
 

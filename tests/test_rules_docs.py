@@ -31,7 +31,8 @@ def test_every_rule_has_an_example() -> None:
 def test_example_triggers_its_rule(tmp_path: Path, code: str) -> None:
     info = REGISTRY[code]
     root = write_project(tmp_path / "bad", info.example)
-    result = run_cli("check", "--no-drift", "--format", "json", "--root", str(root))
+    drift = [] if code.startswith("LD6") else ["--no-drift"]  # LD6xx concern the rendering
+    result = run_cli("check", *drift, "--format", "json", "--root", str(root))
     assert "Traceback" not in result.err
     codes = {d["code"] for d in result.json()["diagnostics"]}
     assert code in codes, result.out

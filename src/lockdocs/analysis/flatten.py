@@ -145,8 +145,10 @@ class Flattener:
         kind = self.lock_kind(lock_id)
         loop_id = frame.loops[-1][0] if frame.loops else ""
         order = step.order or (frame.loops[-1][1] if frame.loops else None)
-        in_loop = bool(frame.loops) and not step.again
-        if step.instance is not None:
+        # A singleton (one fixed key, one table) has one instance wherever it is taken.
+        singleton = self.model.locks[lock_id].singleton
+        in_loop = bool(frame.loops) and not step.again and not singleton
+        if step.instance is not None and not singleton:
             instance = step.instance
         elif in_loop:
             instance = f"{loop_id}#{frame.iteration}"

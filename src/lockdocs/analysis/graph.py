@@ -65,8 +65,15 @@ def _edges_of(ev: Event, ctx: Context, backend: str | None) -> list[Edge]:
             # Per-iteration locks of one loop: an instance of the next iteration belongs to
             # another element, so the element order (the self-edge) speaks for it.
             continue
+        # Sorted only when both instances belong to the same ordered sequence: two iterations
+        # of one loop, or two named instances each placed in that order. An instance held
+        # from before the loop is not part of the loop's sorted run.
+        same_run = (bool(h.loop) and h.loop == ev.loop) or (
+            not h.loop and not ev.loop and h.instance != "" and ev.instance != ""
+        )
         ordered = (
             h.lock == ev.lock
+            and same_run
             and ev.order is not None
             and lock.instance_order is not None
             and ev.order == lock.instance_order

@@ -65,10 +65,20 @@ def _cycle_hint(ctx: Context, cycle: Cycle) -> str:
         if e.src in levels and e.dst in levels and levels[e.src] > levels[e.dst]
     ]
     e = against[0] if against else cycle.edges[-1]
-    singles = sorted(lk.id for lk in ctx.model.locks.values() if lk.singleton)
+    held = sorted(
+        {
+            g.lock
+            for edge in cycle.edges
+            for g in edge.guards
+            if ctx.model.locks[g.lock].singleton and g.lock not in cycle.locks
+        }
+    )
     hint = f"make '{e.path}' take {e.dst} before {e.src}, as the other path does"
-    if singles:
-        hint += f", or have every path on the cycle hold a gate ({singles[0]}) in conflicting modes"
+    if held:
+        hint += (
+            f", or have every path on the cycle hold {held[0]} in conflicting modes "
+            "before these locks (a gate)"
+        )
     return hint
 
 
@@ -144,9 +154,10 @@ def check_cycles(ctx: Context) -> Iterable[Diagnostic]:
             on = f" on {backend}" if backend else ""
             details = ["The waits, hop by hop:"]
             for i, e in enumerate(cycle.edges):
+                taken = f", taken at line {e.held_at}" if e.held_at else ""
                 details.append(
                     f"  {i + 1}. {e.path} at {_where(e)}: holds {cycle.locks[i]} "
-                    f"({e.held_mode}), wants {cycle.locks[(i + 1) % k]} ({e.wanted_mode})"
+                    f"({e.held_mode}{taken}), wants {cycle.locks[(i + 1) % k]} ({e.wanted_mode})"
                 )
             details.append("One interleaving:")
             details.extend("  " + line for line in interleaving(cycle.locks, cycle.edges))

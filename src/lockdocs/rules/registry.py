@@ -80,6 +80,7 @@ def load_all() -> dict[str, RuleInfo]:
     from lockdocs.rules import (  # noqa: F401 - imported for their registrations
         declarations,
         declared,
+        generated,
         keyrules,
         ordering,
         practice,
