@@ -3,6 +3,7 @@ real `dot`: files written, compared, kept byte-identical, and never half-written
 
 from __future__ import annotations
 
+import hashlib
 import io
 import re
 import shutil
@@ -71,7 +72,11 @@ def test_build_writes_the_page_the_diagrams_and_a_manifest(built: Path) -> None:
     files = _snapshot(built)
     assert sorted(files) == sorted([*GENERATED, "docs/.lockdocs-manifest"])
     manifest = files["docs/.lockdocs-manifest"].decode().splitlines()
-    assert manifest[1:] == GENERATED
+    assert manifest[1].startswith("# inputs ")
+    assert [line.split(" ")[0] for line in manifest[2:]] == GENERATED
+    for line in manifest[2:]:  # each output with the sha256 of what was written
+        rel, digest = line.split(" ")
+        assert hashlib.sha256(files[rel]).hexdigest() == digest
     page = files[PAGE].decode()
     assert "![Lock-order graph" in page and "(database-locks/lock-order.svg)" in page
     for dot in (p for p in GENERATED if p.endswith(".dot")):
@@ -338,3 +343,20 @@ def test_a_failure_on_a_first_build_leaves_no_folder_behind(
     with pytest.raises(KeyboardInterrupt):
         build_mod.build(root, out=io.StringIO(), err=io.StringIO())
     assert not (root / "docs").exists()
+
+
+def test_check_skips_rendering_only_when_nothing_changed(built: Path) -> None:
+    """The manifest's input digest lets check skip the renderer; any edit falls back to it."""
+    from lockdocs.api import check
+
+    assert check(built).drift == []
+    page = next(p for p in (built / "docs").glob("*.md"))
+    original = page.read_text(encoding="utf-8")
+    page.write_text(original + "edited by hand\n", encoding="utf-8")
+    assert check(built).drift, "a hand edit of a generated file is drift"
+    page.write_text(original, encoding="utf-8")
+    locks = built / "locks.yaml"
+    text = locks.read_text(encoding="utf-8")
+    locks.write_text(text + "\n# a comment changes the inputs but not the page\n", encoding="utf-8")
+    assert check(built).drift == [], "a changed input re-renders and compares exactly"
+    locks.write_text(text, encoding="utf-8")

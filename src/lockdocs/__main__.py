@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lockdocs.cli import main
+from lockdocs.entry import main
 
 if __name__ == "__main__":
     main()

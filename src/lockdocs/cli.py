@@ -6,13 +6,15 @@ Exit codes: 0 clean, 1 findings or drift, 2 bad input or usage, 3 an internal er
 from __future__ import annotations
 
 import json
-import os
 import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from lockdocs import commands
+from lockdocs.commands import Format
 
 app = typer.Typer(
     name="lockdocs",
@@ -22,13 +24,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-
-
-class Format(StrEnum):
-    text = "text"
-    json = "json"
-    github = "github"
-    sarif = "sarif"
 
 
 class ExportFormat(StrEnum):
@@ -47,63 +42,16 @@ FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format
 
 
 def _root(root: Path | None) -> Path:
-    from lockdocs.project import RootNotFound, find_root
-
     try:
-        if root is not None:
-            if not (root / "locks.yaml").is_file():
-                raise RootNotFound(f"no locks.yaml in {root}")
-            return root.resolve()
-        return find_root(Path.cwd())
-    except RootNotFound as exc:
-        typer.echo(f"lockdocs: {exc}", err=True)
-        typer.echo(
-            "hint: run it inside a project, pass --root DIR, or start one with 'lockdocs init'",
-            err=True,
-        )
+        return commands.resolve_root(root)
+    except commands.NoRoot:
         raise typer.Exit(2) from None
-
-
-def _emit(diags: list, fmt: Format, summary: str) -> None:  # type: ignore[type-arg]
-    from lockdocs.report import REPORTERS
-
-    out = REPORTERS[fmt.value](diags, summary)
-    sys.stdout.write(out)
-
-
-def _summary(diags: list) -> str:  # type: ignore[type-arg]
-    counts: dict[str, int] = {}
-    waived = 0
-    for d in diags:
-        if d.waived_by:
-            waived += 1
-            continue
-        counts[d.severity.value] = counts.get(d.severity.value, 0) + 1
-    parts = [
-        f"{counts.get(s, 0)} {s}{'s' if counts.get(s, 0) != 1 else ''}"
-        for s in ("error", "warning", "info")
-    ]
-    parts = [p.replace("infos", "info") for p in parts]
-    return ", ".join(parts) + f", {waived} waived"
 
 
 @app.command()
 def validate(root: RootOpt = None, fmt: FormatOpt = Format.text) -> None:
     """Load and validate the declarations (format and references only)."""
-    from lockdocs.api import load
-
-    base = _root(root)
-    model, diags = load(base)
-    if model is None:
-        _emit(diags, fmt, "the declarations are not valid")
-        raise typer.Exit(2)
-    _emit(
-        diags,
-        fmt,
-        f"ok: {len(model.locks)} locks, {len(model.paths)} paths in {len(model.files)} files"
-        if fmt is Format.text
-        else "ok",
-    )
+    raise typer.Exit(commands.validate(root, fmt))
 
 
 @app.command()
@@ -115,20 +63,7 @@ def check(
     ] = False,
 ) -> None:
     """Check the declarations: keys, lock order, rules, exceptions, and drift of the docs."""
-    from lockdocs.api import check as run_check
-
-    base = _root(root)
-    result = run_check(base, drift=not no_drift)
-    summary = _summary(result.diagnostics)
-    if result.bad_input:
-        summary = "the declarations are not valid"
-    _emit(result.diagnostics, fmt, summary if fmt in (Format.text, Format.json) else "")
-    if result.drift:
-        out = sys.stdout if fmt is Format.text else sys.stderr
-        for diff in result.drift:
-            out.write(diff)
-        out.write("the generated docs differ from the declarations; run: lockdocs build\n")
-    raise typer.Exit(result.exit_code)
+    raise typer.Exit(commands.check(root, fmt, drift=not no_drift))
 
 
 @app.command()
@@ -280,23 +215,10 @@ def init(
 
 
 def main() -> None:
-    """Entry point: maps anything unexpected to exit code 3 instead of a traceback."""
-    try:
-        app()
-    except SystemExit:
-        raise
-    except KeyboardInterrupt:
-        sys.stderr.write("lockdocs: interrupted\n")
-        sys.exit(130)
-    except Exception as exc:
-        if os.environ.get("LOCKDOCS_DEBUG"):
-            raise
-        sys.stderr.write(
-            f"lockdocs: internal error: {type(exc).__name__}: {exc}\n"
-            "This is a bug in lockdocs. Run again with LOCKDOCS_DEBUG=1 for the traceback and "
-            "report it.\n"
-        )
-        sys.exit(3)
+    """Kept for callers of lockdocs.cli:main; the console script is lockdocs.entry:main."""
+    from lockdocs.entry import main as entry_main
+
+    entry_main()
 
 
 @app.command()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import hashlib
 import os
 import sys
 import tempfile
@@ -132,9 +133,69 @@ def _svg_path(dot_path: str) -> str:
     return dot_path[: -len(".dot")] + ".svg"
 
 
-def _manifest_text(paths: list[str]) -> str:
-    """The manifest: a comment, then one generated path per line, sorted."""
-    return _MANIFEST_HEAD + "".join(p + "\n" for p in sorted(paths))
+def _manifest_text(paths: list[str], files: dict[str, str] | None = None, inputs: str = "") -> str:
+    """The manifest: a comment, the digest of the inputs, then one generated path per line,
+    sorted, each with the sha256 of what was written (so check can skip rendering when
+    neither the inputs nor the outputs changed since the last build)."""
+    head = _MANIFEST_HEAD + (f"# inputs {inputs}\n" if inputs else "")
+    lines = []
+    for p in sorted(paths):
+        digest = _sha(files[p]) if files is not None and p in files else ""
+        lines.append(f"{p} {digest}".rstrip() + "\n")
+    return head + "".join(lines)
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def inputs_digest(model: m.Model) -> str:
+    """Everything the generated files are a function of: the declarations, the project's
+    templates and pyproject.toml, and this lockdocs (its version and its own files)."""
+    root = Path(model.root)
+    h = hashlib.sha256()
+
+    def add(label: str, path: Path) -> None:
+        try:
+            data = path.read_bytes()
+        except OSError:
+            data = b"<missing>"
+        h.update(f"{label}\0{len(data)}\0".encode())
+        h.update(data)
+
+    from lockdocs import __version__
+
+    h.update(__version__.encode())
+    for rel in sorted(model.files):
+        add(rel, root / rel)
+    add("pyproject.toml", root / "pyproject.toml")
+    for folder, label in ((root / "templates", "templates"), (Path(__file__).parent.parent, "pkg")):
+        if folder.is_dir():
+            for f in sorted(folder.rglob("*")):
+                if (
+                    f.is_file()
+                    and f.suffix in (".py", ".j2", ".json")
+                    and "__pycache__" not in f.parts
+                ):
+                    add(f"{label}/{f.relative_to(folder).as_posix()}", f)
+    return h.hexdigest()
+
+
+def _unchanged_since_build(root: Path, model: m.Model) -> bool:
+    """True when the manifest records these exact inputs and every output is as written."""
+    text = _read(root / MANIFEST)
+    if text is None or f"# inputs {inputs_digest(model)}\n" not in text:
+        return False
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        rel, _, digest = line.partition(" ")
+        if not digest or not _inside_docs(rel):
+            return False
+        data = _read(root / rel)
+        if data is None or _sha(data) != digest:
+            return False
+    return True
 
 
 def read_manifest(root: Path) -> list[str]:
@@ -145,7 +206,7 @@ def read_manifest(root: Path) -> list[str]:
         return []
     out = []
     for line in text.splitlines():
-        line = line.strip()
+        line = line.strip().partition(" ")[0]
         if line and not line.startswith("#") and _inside_docs(line):
             out.append(line)
     return out
@@ -187,6 +248,8 @@ def drift_diffs(model: m.Model, diagnostics: list[Diagnostic]) -> list[str]:
     from lockdocs.render.svg import dot_hash, svg_stamp
 
     root = Path(model.root)
+    if _unchanged_since_build(root, model):
+        return []
     files = render_outputs(model, diagnostics)
     found: dict[str, str] = {}
     expected = set(files)
@@ -210,8 +273,12 @@ def drift_diffs(model: m.Model, diagnostics: list[Diagnostic]) -> list[str]:
     for rel in read_manifest(root):
         if rel not in expected and (root / rel).is_file():
             found[rel] = f"lockdocs: {rel} is no longer generated; build would remove it\n"
-    manifest = _read(root / MANIFEST)
-    if manifest != _manifest_text(sorted(expected)) and not found:
+    listed = [
+        ln.partition(" ")[0]
+        for ln in (_read(root / MANIFEST) or "").splitlines()
+        if ln and not ln.startswith("#")
+    ]
+    if listed != sorted(expected) and not found:
         found[MANIFEST] = (
             f"lockdocs: {MANIFEST} does not list the generated files; build would rewrite it\n"
         )
@@ -258,7 +325,7 @@ def _prune(folder: Path, stop: Path) -> None:
         folder = folder.parent
 
 
-def write_files(root: Path, files: dict[str, str]) -> tuple[list[str], list[str]]:
+def write_files(root: Path, files: dict[str, str], inputs: str = "") -> tuple[list[str], list[str]]:
     """Write `files` (and the manifest) all or nothing; remove what the last build wrote and
     this one does not. Returns (written, removed) paths."""
     for rel in files:
@@ -266,7 +333,7 @@ def write_files(root: Path, files: dict[str, str]) -> tuple[list[str], list[str]
             raise ValueError(f"refusing to write {rel} outside {DOCS}/")
     previous = read_manifest(root)
     wanted = dict(files)
-    manifest = _manifest_text(list(files))
+    manifest = _manifest_text(list(files), files, inputs)
     changed = [rel for rel, text in wanted.items() if _read(root / rel) != text]
     if _read(root / MANIFEST) != manifest:
         changed.append(MANIFEST)
@@ -339,7 +406,7 @@ def build(root: Path, *, out: TextIO | None = None, err: TextIO | None = None) -
     except GraphvizError as exc:
         err.write(f"lockdocs: {exc}; nothing written\n")
         return 2 if exc.usage else 3
-    written, removed = write_files(root, dict(sorted(files.items())))
+    written, removed = write_files(root, dict(sorted(files.items())), inputs_digest(model))
     for rel in written:
         out.write(f"wrote {rel}\n")
     for rel in removed:

@@ -1,0 +1,78 @@
+"""The console entry point: plain `check` and `validate` go straight to their command bodies;
+everything else (help, other commands, unusual spellings) goes through the typer app.
+
+Both routes run the same functions of `commands.py`; `tests/test_entry.py` runs each supported
+spelling both ways and compares the output byte for byte. Set LOCKDOCS_NO_FAST=1 to always use
+the typer route.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+_FORMATS = ("text", "json", "github", "sarif")
+
+
+def _fast(argv: list[str]) -> tuple[str, Path | None, str, bool] | None:
+    """(command, root, format, drift) for the spellings handled here, else None."""
+    if not argv or argv[0] not in ("check", "validate"):
+        return None
+    command, root, fmt, drift = argv[0], None, "text", True
+    i = 1
+    while i < len(argv):
+        tok = argv[i]
+        name, eq, value = tok.partition("=")
+        if name in ("--root", "--format", "-f") and not eq:
+            if i + 1 >= len(argv):
+                return None
+            value = argv[i + 1]
+            i += 1
+        if name == "--root":
+            if root is not None or not value or value.startswith("-"):
+                return None
+            root = Path(value)
+            if root.exists() and not root.is_dir():
+                return None  # typer words this usage error
+        elif name in ("--format", "-f") and (name == "--format" or not eq):
+            if value not in _FORMATS:
+                return None
+            fmt = value
+        elif tok == "--no-drift" and command == "check":
+            drift = False
+        else:
+            return None
+        i += 1
+    return command, root, fmt, drift
+
+
+def main() -> None:
+    """Maps anything unexpected to exit code 3 instead of a traceback."""
+    try:
+        plan = None if os.environ.get("LOCKDOCS_NO_FAST") else _fast(sys.argv[1:])
+        if plan is None:
+            from lockdocs.cli import app
+
+            app()
+            return
+        from lockdocs import commands
+
+        command, root, fmt, drift = plan
+        if command == "check":
+            sys.exit(commands.check(root, commands.Format(fmt), drift))
+        sys.exit(commands.validate(root, commands.Format(fmt)))
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        sys.stderr.write("lockdocs: interrupted\n")
+        sys.exit(130)
+    except Exception as exc:
+        if os.environ.get("LOCKDOCS_DEBUG"):
+            raise
+        sys.stderr.write(
+            f"lockdocs: internal error: {type(exc).__name__}: {exc}\n"
+            "This is a bug in lockdocs. Run again with LOCKDOCS_DEBUG=1 for the traceback and "
+            "report it.\n"
+        )
+        sys.exit(3)
