@@ -249,3 +249,20 @@ def test_the_escaped_page_builds_under_strict_mkdocs(evil_build: Path, tmp_path:
     assert proc.returncode == 0, proc.stderr
     page = (site / "database-locks" / "index.html").read_text(encoding="utf-8")
     assert "<script>alert" not in page  # not in <title>, the navigation or the content
+
+
+def test_prose_keeps_lists_code_and_safe_links_only() -> None:
+    from lockdocs.render.escape import prose
+
+    out = prose(
+        "See `pool_id` and [the docs](https://docs.invalid/x).\n"
+        "<script>alert(1)</script> [bad](javascript:void) {{ 7*7 }} *not emphasis*\n\n"
+        "1. first item\n   continues here\n2. second | item\n\n"
+        "- a\n- b"
+    )
+    assert "`pool_id`" in out and "[the docs](https://docs.invalid/x)" in out
+    assert "<script>" not in out and "&lt;script&gt;" in out
+    assert "](javascript" not in out
+    assert "\\{\\{ 7\\*7 \\}\\}" in out and "\\*not emphasis\\*" in out
+    assert "1. first item continues here\n2. second \\| item" in out
+    assert out.endswith("- a\n- b")

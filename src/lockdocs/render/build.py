@@ -245,11 +245,11 @@ def drift_diffs(model: m.Model, diagnostics: list[Diagnostic]) -> list[str]:
     """What `lockdocs build` would change, one entry per file, sorted by path: a unified diff
     for Markdown and DOT, a line for a file it would add or remove or an SVG whose stamp does
     not match its DOT. Needs no Graphviz."""
-    from lockdocs.render.svg import dot_hash, svg_stamp
-
     root = Path(model.root)
     if _unchanged_since_build(root, model):
         return []
+    from lockdocs.render.svg import dot_hash, svg_stamp
+
     files = render_outputs(model, diagnostics)
     found: dict[str, str] = {}
     expected = set(files)

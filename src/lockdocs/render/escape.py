@@ -78,6 +78,77 @@ def para(value: object) -> str:
     return "\n\n".join(text(b) for b in blocks if b.strip())
 
 
+_INLINE_MD = re.compile(r"(`+)(.+?)\1|\[([^\[\]\n]+)\]\(([^()\s]+)\)")
+_ITEM = re.compile(r"^(?:[-*]|(\d{1,3})[.)])\s+")
+
+
+def _literal_piece(segment: str) -> str:
+    """A stretch of literal text between kept forms, keeping its edge spaces."""
+    body = text(segment)
+    if not body:
+        return " " if segment and segment.isspace() else ""
+    lead = " " if segment[:1].isspace() else ""
+    trail = " " if segment[-1:].isspace() else ""
+    return lead + body + trail
+
+
+def _inline_md(value: str) -> str:
+    """Inline prose with two Markdown forms kept: `code` and [text](safe link)."""
+    value = _inline(value)
+    out: list[str] = []
+    pos = 0
+    for m in _INLINE_MD.finditer(value):
+        out.append(_literal_piece(value[pos : m.start()]))
+        if m.group(1):
+            out.append(code(m.group(2)))
+        else:
+            out.append(link(Link(m.group(3), m.group(4))))
+        pos = m.end()
+    out.append(_literal_piece(value[pos:]))
+    return _guard_line_start("".join(out).strip())
+
+
+def _list_items(lines: list[str]) -> tuple[bool, list[str]] | None:
+    """(ordered, items) when the block is one list, continuation lines indented."""
+    items: list[str] = []
+    ordered = bool(_ITEM.match(lines[0]) and _ITEM.match(lines[0]).group(1))  # type: ignore[union-attr]
+    for ln in lines:
+        m = _ITEM.match(ln)
+        if m and bool(m.group(1)) == ordered:
+            items.append(ln[m.end() :])
+        elif items and ln[:1].isspace():
+            items[-1] += " " + ln.strip()
+        else:
+            return None
+    return ordered, items
+
+
+def prose(value: object) -> str:
+    """Author prose (intros): paragraphs and lists (`-`, `*` or `1.`), with `code` and
+    [links](https://...) kept; everything else literal, exactly as `text` makes it (no HTML,
+    no other markup)."""
+    if value is None:
+        return ""
+    blocks = re.split(r"\n[ \t]*\n", str(value).strip())
+    out: list[str] = []
+    for block in blocks:
+        lines = [ln for ln in block.splitlines() if ln.strip()]
+        if not lines:
+            continue
+        found = _list_items(lines) if _ITEM.match(lines[0]) else None
+        if found is not None:
+            ordered, items = found
+            out.append(
+                "\n".join(
+                    (f"{i}. " if ordered else "- ") + _inline_md(item)
+                    for i, item in enumerate(items, start=1)
+                )
+            )
+        else:
+            out.append(_inline_md(" ".join(ln.strip() for ln in lines)))
+    return "\n\n".join(out)
+
+
 def cell(value: object) -> str:
     """A table cell: inline text; never empty, so the row keeps its shape."""
     return text(value) or "—"
@@ -209,6 +280,7 @@ FILTERS = {
     "anchor": anchor,
     "text": text,
     "para": para,
+    "prose": prose,
     "cell": cell,
     "code": code,
     "html": html,

@@ -325,13 +325,16 @@ PAGE = _obj(
         "title": _s("The page title."),
         "audience": _s("Who the page is for."),
         "summary": _s("One sentence under the title."),
-        "intro": _s("Prose before the tables (Markdown)."),
+        "intro": _s(
+            "Prose before the tables: paragraphs and '-' lists, with `code` and "
+            "[links](https://...) kept; any other markup shows literally."
+        ),
         "output": _s(
             "The page's file under docs/, e.g. database-locks.md.",
             pattern=r"^[A-Za-z0-9_./-]+\.md$",
         ),
-        "key_intro": _s("Prose before the key constructions."),
-        "order_intro": _s("Prose before the paths."),
+        "key_intro": _s("Prose before the key constructions (as intro)."),
+        "order_intro": _s("Prose before the paths (as intro)."),
     },
     ["title"],
 )
@@ -605,7 +608,7 @@ def paths_schema() -> dict[str, Any]:
                 "type": "integer",
                 "description": "Where the group stands on the page (ascending).",
             },
-            "intro": _s("Prose before the group's paths."),
+            "intro": _s("Prose before the group's paths (as page.intro)."),
             "transaction": _s("The default transaction kind of the paths in this file."),
             "paths": {
                 "type": "object",
