@@ -64,7 +64,15 @@ def lock_order_dot(model: m.Model, diagnostics: list[Diagnostic]) -> str:
     """Locks as nodes (styled by kind), an edge wherever a path takes one while holding another;
     reported cycles in red (dashed when an exception waives them); the written order's levels
     as ranks."""
-    out = ['digraph "lock_order" {', _HEADER.rstrip("\n"), '  rankdir="TB";']
+    # Lock graphs are mostly small separate components; packing them as a whole keeps the
+    # picture near a page's shape instead of one long row (2,788 x 581 px -> 1,466 x 1,020 px
+    # for the flagship).
+    out = [
+        'digraph "lock_order" {',
+        _HEADER.rstrip("\n"),
+        '  rankdir="TB";',
+        '  pack=true; packmode="graph";',
+    ]
     out.append("")
     for lid, lock in model.locks.items():
         shape, style = SHAPE.get(lock.kind, ("box", "filled"))
