@@ -3,7 +3,6 @@ real `dot`: files written, compared, kept byte-identical, and never half-written
 
 from __future__ import annotations
 
-import hashlib
 import io
 import re
 import shutil
@@ -72,11 +71,7 @@ def test_build_writes_the_page_the_diagrams_and_a_manifest(built: Path) -> None:
     files = _snapshot(built)
     assert sorted(files) == sorted([*GENERATED, "docs/.lockdocs-manifest"])
     manifest = files["docs/.lockdocs-manifest"].decode().splitlines()
-    assert manifest[1].startswith("# inputs ")
-    assert [line.split(" ")[0] for line in manifest[2:]] == GENERATED
-    for line in manifest[2:]:  # each output with the sha256 of what was written
-        rel, digest = line.split(" ")
-        assert hashlib.sha256(files[rel]).hexdigest() == digest
+    assert manifest[1:] == GENERATED
     page = files[PAGE].decode()
     assert "![Lock-order graph" in page and "(database-locks/lock-order.svg)" in page
     for dot in (p for p in GENERATED if p.endswith(".dot")):
@@ -345,11 +340,23 @@ def test_a_failure_on_a_first_build_leaves_no_folder_behind(
     assert not (root / "docs").exists()
 
 
-def test_check_skips_rendering_only_when_nothing_changed(built: Path) -> None:
-    """The manifest's input digest lets check skip the renderer; any edit falls back to it."""
+def test_check_skips_rendering_only_when_nothing_changed(
+    built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A clean check is remembered outside the project; any edit falls back to rendering."""
     from lockdocs.api import check
+    from lockdocs.render import build as build_mod
 
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("LOCKDOCS_CACHE", raising=False)
     assert check(built).drift == []
+    assert list((tmp_path / "cache" / "lockdocs").glob("*.json")), "the clean check is recorded"
+    calls: list[int] = []
+    real = build_mod.render_outputs
+    monkeypatch.setattr(build_mod, "render_outputs", lambda *a: calls.append(1) or real(*a))
+    assert check(built).drift == []
+    assert calls == [], "nothing changed: the renderer is not run"
+    before = sorted(p.relative_to(built) for p in built.rglob("*"))
     page = next(p for p in (built / "docs").glob("*.md"))
     original = page.read_text(encoding="utf-8")
     page.write_text(original + "edited by hand\n", encoding="utf-8")
@@ -359,4 +366,6 @@ def test_check_skips_rendering_only_when_nothing_changed(built: Path) -> None:
     text = locks.read_text(encoding="utf-8")
     locks.write_text(text + "\n# a comment changes the inputs but not the page\n", encoding="utf-8")
     assert check(built).drift == [], "a changed input re-renders and compares exactly"
+    assert calls, "the changed input ran the renderer"
     locks.write_text(text, encoding="utf-8")
+    assert sorted(p.relative_to(built) for p in built.rglob("*")) == before, "nothing written"

@@ -133,16 +133,9 @@ def _svg_path(dot_path: str) -> str:
     return dot_path[: -len(".dot")] + ".svg"
 
 
-def _manifest_text(paths: list[str], files: dict[str, str] | None = None, inputs: str = "") -> str:
-    """The manifest: a comment, the digest of the inputs, then one generated path per line,
-    sorted, each with the sha256 of what was written (so check can skip rendering when
-    neither the inputs nor the outputs changed since the last build)."""
-    head = _MANIFEST_HEAD + (f"# inputs {inputs}\n" if inputs else "")
-    lines = []
-    for p in sorted(paths):
-        digest = _sha(files[p]) if files is not None and p in files else ""
-        lines.append(f"{p} {digest}".rstrip() + "\n")
-    return head + "".join(lines)
+def _manifest_text(paths: list[str]) -> str:
+    """The manifest: a comment, then one generated path per line, sorted."""
+    return _MANIFEST_HEAD + "".join(p + "\n" for p in sorted(paths))
 
 
 def _sha(text: str) -> str:
@@ -181,21 +174,61 @@ def inputs_digest(model: m.Model) -> str:
     return h.hexdigest()
 
 
-def _unchanged_since_build(root: Path, model: m.Model) -> bool:
-    """True when the manifest records these exact inputs and every output is as written."""
-    text = _read(root / MANIFEST)
-    if text is None or f"# inputs {inputs_digest(model)}\n" not in text:
-        return False
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        rel, _, digest = line.partition(" ")
-        if not digest or not _inside_docs(rel):
-            return False
+# A check that finds no drift remembers, outside the project, the inputs it saw and the sha256 of
+# every generated file; the next check with the same inputs and the same files skips the
+# renderer (no jinja2, no rendering). Nothing is written into the project, so committed files
+# never depend on it; LOCKDOCS_CACHE=off turns it off.
+
+
+def _cache_file(root: Path) -> Path | None:
+    if os.environ.get("LOCKDOCS_CACHE", "").lower() in ("0", "off", "no", "false"):
+        return None
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    key = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:32]
+    return Path(base) / "lockdocs" / f"{key}.json"
+
+
+def _outputs_now(root: Path) -> dict[str, str] | None:
+    out = {}
+    for rel in [*read_manifest(root), MANIFEST]:
         data = _read(root / rel)
-        if data is None or _sha(data) != digest:
-            return False
-    return True
+        if data is None:
+            return None
+        out[rel] = _sha(data)
+    return out
+
+
+def remember_clean(root: Path, model: m.Model) -> None:
+    """Record that the outputs on disk match these inputs (best effort, never fails)."""
+    import json
+
+    target = _cache_file(root)
+    outputs = _outputs_now(root)
+    if target is None or outputs is None:
+        return
+    record = json.dumps({"inputs": inputs_digest(model), "outputs": outputs}, sort_keys=True)
+    with contextlib.suppress(OSError):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+        tmp.write_text(record, encoding="utf-8")
+        tmp.replace(target)
+
+
+def _unchanged_since_clean(root: Path, model: m.Model) -> bool:
+    import json
+
+    target = _cache_file(root)
+    if target is None:
+        return False
+    try:
+        seen = json.loads(target.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return (
+        isinstance(seen, dict)
+        and seen.get("inputs") == inputs_digest(model)
+        and seen.get("outputs") == _outputs_now(root)
+    )
 
 
 def read_manifest(root: Path) -> list[str]:
@@ -206,7 +239,7 @@ def read_manifest(root: Path) -> list[str]:
         return []
     out = []
     for line in text.splitlines():
-        line = line.strip().partition(" ")[0]
+        line = line.strip()
         if line and not line.startswith("#") and _inside_docs(line):
             out.append(line)
     return out
@@ -246,7 +279,7 @@ def drift_diffs(model: m.Model, diagnostics: list[Diagnostic]) -> list[str]:
     for Markdown and DOT, a line for a file it would add or remove or an SVG whose stamp does
     not match its DOT. Needs no Graphviz."""
     root = Path(model.root)
-    if _unchanged_since_build(root, model):
+    if _unchanged_since_clean(root, model):
         return []
     from lockdocs.render.svg import dot_hash, svg_stamp
 
@@ -273,15 +306,12 @@ def drift_diffs(model: m.Model, diagnostics: list[Diagnostic]) -> list[str]:
     for rel in read_manifest(root):
         if rel not in expected and (root / rel).is_file():
             found[rel] = f"lockdocs: {rel} is no longer generated; build would remove it\n"
-    listed = [
-        ln.partition(" ")[0]
-        for ln in (_read(root / MANIFEST) or "").splitlines()
-        if ln and not ln.startswith("#")
-    ]
-    if listed != sorted(expected) and not found:
+    if _read(root / MANIFEST) != _manifest_text(sorted(expected)) and not found:
         found[MANIFEST] = (
             f"lockdocs: {MANIFEST} does not list the generated files; build would rewrite it\n"
         )
+    if not found:
+        remember_clean(root, model)
     return [found[k] for k in sorted(found)]
 
 
@@ -325,7 +355,7 @@ def _prune(folder: Path, stop: Path) -> None:
         folder = folder.parent
 
 
-def write_files(root: Path, files: dict[str, str], inputs: str = "") -> tuple[list[str], list[str]]:
+def write_files(root: Path, files: dict[str, str]) -> tuple[list[str], list[str]]:
     """Write `files` (and the manifest) all or nothing; remove what the last build wrote and
     this one does not. Returns (written, removed) paths."""
     for rel in files:
@@ -333,7 +363,7 @@ def write_files(root: Path, files: dict[str, str], inputs: str = "") -> tuple[li
             raise ValueError(f"refusing to write {rel} outside {DOCS}/")
     previous = read_manifest(root)
     wanted = dict(files)
-    manifest = _manifest_text(list(files), files, inputs)
+    manifest = _manifest_text(list(files))
     changed = [rel for rel, text in wanted.items() if _read(root / rel) != text]
     if _read(root / MANIFEST) != manifest:
         changed.append(MANIFEST)
@@ -406,7 +436,8 @@ def build(root: Path, *, out: TextIO | None = None, err: TextIO | None = None) -
     except GraphvizError as exc:
         err.write(f"lockdocs: {exc}; nothing written\n")
         return 2 if exc.usage else 3
-    written, removed = write_files(root, dict(sorted(files.items())), inputs_digest(model))
+    written, removed = write_files(root, dict(sorted(files.items())))
+    remember_clean(root, model)
     for rel in written:
         out.write(f"wrote {rel}\n")
     for rel in removed:
