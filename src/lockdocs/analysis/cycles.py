@@ -116,9 +116,17 @@ def find_cycles(ctx: Context, graph: LockGraph, dfs_budget: int = 20_000) -> lis
     each hop finds the shortest such cycle through it, so the cost stays near-linear when the
     components are small, as they are in a healthy code base.
     """
+    # Only an edge inside a strongly connected component of the lock graph can lie on a
+    # cycle; in a healthy code base those components are few and small, so the hop graph
+    # below is built for a small part of the edges only.
+    component: dict[str, int] = {}
+    for n, locks in enumerate(strongly_connected(graph.nodes, graph.successors())):
+        if len(locks) > 1:
+            for lock in locks:
+                component[lock] = n
     reps: list[Edge] = []
     for (src, dst), edges in sorted(graph.by_pair.items()):
-        if src != dst:
+        if src != dst and src in component and component[src] == component.get(dst):
             reps.extend(_representatives(edges, ctx))
     by_src: dict[str, list[int]] = {}
     for i, e in enumerate(reps):

@@ -27,13 +27,12 @@ class Held(NamedTuple):
     acquired_at: int = 0  # line, to explain guards
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
-    """One thing a path does, with what it holds then."""
+class Event(NamedTuple):
+    """One thing a path does, with what it holds then. A named tuple: a large project makes
+    tens of thousands, and they are hashed to merge equal states."""
 
-    kind: (
-        str  # acquire | retake | upgrade | release | external | write | commit | begin | leave_open
-    )
+    # acquire | retake | upgrade | release | external | write | commit | begin | leave_open
+    kind: str
     path: str
     location: Location
     held: tuple[Held, ...]
@@ -182,10 +181,10 @@ class Flattener:
         if same:
             strongest = max(same, key=lambda h: strength(kind, h.mode))
             if strength(kind, mode) > strength(kind, strongest.mode):
-                self.emit(replace(base, kind="upgrade"))
+                self.emit(base._replace(kind="upgrade"))
                 held = tuple(h._replace(mode=mode) if h == strongest else h for h in st.held)
                 return replace(st, held=held)
-            self.emit(replace(base, kind="retake"))
+            self.emit(base._replace(kind="retake"))
             return st
         self.emit(base)
         new = Held(lock_id, mode, instance, loop_id if in_loop else "", step.location.line)
@@ -248,22 +247,22 @@ class Flattener:
             inner = replace(frame, through=(*frame.through, callee.id))
             return self.walk(path, callee.steps, [st], inner, depth + 1)
         if isinstance(step, m.External):
-            self.emit(replace(common, kind="external", name=step.name, note=step.note))
+            self.emit(common._replace(kind="external", name=step.name, note=step.note))
             return [st]
         if isinstance(step, m.Write):
-            self.emit(replace(common, kind="write", name=step.what, via=step.via))
+            self.emit(common._replace(kind="write", name=step.what, via=step.via))
             return [replace(st, wrote=True)]
         if isinstance(step, m.Call):
             return [st]
         if isinstance(step, m.Release):
-            self.emit(replace(common, kind="release", lock=step.lock, wrote=st.wrote and st.open))
+            self.emit(common._replace(kind="release", lock=step.lock, wrote=st.wrote and st.open))
             return [replace(st, held=tuple(h for h in st.held if h.lock != step.lock))]
         if isinstance(step, m.Begin):
             return [
                 self.begin(path, st, step.transaction, step.location, frame, st.transaction + 1)
             ]
         if isinstance(step, m.End):
-            self.emit(replace(common, kind=step.how, wrote=st.wrote))
+            self.emit(common._replace(kind=step.how, wrote=st.wrote))
             if step.how == "leave_open":
                 return [st]
             held = tuple(h for h in st.held if self.lock_scope(h.lock) == "session")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from lockdocs.analysis.flatten import Event, Held
 from lockdocs.diagnostics import Location
@@ -19,8 +19,9 @@ from lockdocs.rules.context import Context
 T = TypeVar("T", int, str)
 
 
-@dataclass(frozen=True, slots=True)
-class Edge:
+class Edge(NamedTuple):
+    """A -> B: a path took B while holding A; kept with its witness (modes, guards, where)."""
+
     src: str
     dst: str
     path: str
