@@ -26,6 +26,7 @@ MAX_DEPTH = 64
 
 JsonPath = tuple[str | int, ...]
 _STR = "tag:yaml.org,2002:str"
+_MERGE = "tag:yaml.org,2002:merge"
 
 
 @dataclass
@@ -34,23 +35,24 @@ class Document:
 
     file: str
     data: Any
-    marks: dict[JsonPath, tuple[int, int]] = field(default_factory=dict)
-    key_marks: dict[JsonPath, tuple[int, int]] = field(default_factory=dict)
+    marks: dict[JsonPath, Any] = field(default_factory=dict)  # yaml Marks (0-based)
+    key_marks: dict[JsonPath, Any] = field(default_factory=dict)
 
     def loc(self, path: JsonPath, *, key: bool = False) -> Location:
         """The location of a value (or of its key), falling back to the nearest parent."""
         table = self.key_marks if key else self.marks
         p = tuple(path)
         while p:
-            if p in table:
-                line, col = table[p]
-                return Location(self.file, line, col)
-            if key and p in self.marks:
-                line, col = self.marks[p]
-                return Location(self.file, line, col)
+            mark = table.get(p)
+            if mark is None and key:
+                mark = self.marks.get(p)
+            if mark is not None:
+                return Location(self.file, mark.line + 1, mark.column + 1)
             p = p[:-1]
-        line, col = self.marks.get((), (1, 1))
-        return Location(self.file, line, col)
+        mark = self.marks.get(())
+        if mark is None:
+            return Location(self.file, 1, 1)
+        return Location(self.file, mark.line + 1, mark.column + 1)
 
 
 def _error(code: str, file: str, line: int, col: int, message: str, hint: str) -> Diagnostic:
@@ -58,11 +60,15 @@ def _error(code: str, file: str, line: int, col: int, message: str, hint: str) -
 
 
 class _Builder:
+    """Walks the node tree once: plain data out, a position recorded for every value."""
+
     def __init__(self, file: str, loader: Any) -> None:
         self.file = file
         self.loader = loader
-        self.marks: dict[JsonPath, tuple[int, int]] = {}
-        self.key_marks: dict[JsonPath, tuple[int, int]] = {}
+        # yaml Marks are kept as they are and turned into (line, column) only when a
+        # diagnostic asks: most positions are never needed.
+        self.marks: dict[JsonPath, Any] = {}
+        self.key_marks: dict[JsonPath, Any] = {}
         self.nodes = 0
         self.diags: list[Diagnostic] = []
 
@@ -83,46 +89,48 @@ class _Builder:
                 f"the document nests deeper than {MAX_DEPTH} levels",
                 "flatten the structure; no lockdocs construct needs this depth",
             )
-        mark = node.start_mark
-        self.marks[path] = (mark.line + 1, mark.column + 1)
-        if isinstance(node, yaml.MappingNode):
+        self.marks[path] = node.start_mark
+        kind = type(node)
+        if kind is yaml.MappingNode:
             out: dict[str, Any] = {}
-            seen: dict[str, tuple[int, int]] = {}
+            key_marks = self.key_marks
             for key_node, value_node in node.value:
-                if key_node.tag == "tag:yaml.org,2002:merge":
+                if type(key_node) is not yaml.ScalarNode or key_node.tag == _MERGE:
+                    merge = key_node.tag == _MERGE
                     raise _Refused(
                         "LD003",
                         key_node,
-                        "merge keys (<<) are not supported",
-                        "write the keys out; lockdocs files should read on their own",
-                    )
-                if not isinstance(key_node, yaml.ScalarNode):
-                    raise _Refused(
-                        "LD003",
-                        key_node,
-                        "a mapping key must be a plain string",
-                        "use a simple name as the key",
+                        "merge keys (<<) are not supported"
+                        if merge
+                        else "a mapping key must be a plain string",
+                        "write the keys out; lockdocs files should read on their own"
+                        if merge
+                        else "use a simple name as the key",
                     )
                 key = str(key_node.value)
-                km = key_node.start_mark
-                if key in seen:
-                    first = seen[key]
+                sub = (*path, key)
+                if key in out or sub in key_marks:
+                    km = key_node.start_mark
                     self.diags.append(
                         _error(
                             "LD002",
                             self.file,
                             km.line + 1,
                             km.column + 1,
-                            f"duplicate key '{key}' (first at line {first[0]})",
+                            f"duplicate key '{key}' (first at line {key_marks[sub].line + 1})",
                             "YAML keeps only the last of two equal keys; remove or rename one",
                         )
                     )
                     continue
-                seen[key] = (km.line + 1, km.column + 1)
-                self.key_marks[(*path, key)] = seen[key]
-                out[key] = self.build(value_node, (*path, key), depth + 1)
+                key_marks[sub] = key_node.start_mark
+                if type(value_node) is yaml.ScalarNode and value_node.tag == _STR:
+                    self.nodes += 1
+                    self.marks[sub] = value_node.start_mark
+                    out[key] = value_node.value
+                else:
+                    out[key] = self.build(value_node, sub, depth + 1)
             return out
-        if isinstance(node, yaml.SequenceNode):
+        if kind is yaml.SequenceNode:
             return [self.build(v, (*path, i), depth + 1) for i, v in enumerate(node.value)]
         if node.tag == _STR:  # most scalars: no constructor needed
             return node.value
