@@ -1,0 +1,99 @@
+"""Spec -> lockdocs declarations (locks.yaml and paths/p.yaml).
+
+The mapping, one construct at a time:
+- singleton advisory lock: a fixed key, `key: {hashtextextended: {text: <name>}}` (lockdocs
+  derives `singleton` from it); advisory lock with instances: a prefix family
+  `{prefix: "<name>:", parts: [id]}`; row locks name a `table:` and say `singleton: true` when
+  they are one row; memory locks likewise. Every lock with instances declares
+  `instances: {order: ascending id}`.
+- a sorted loop: `loop:` with `order: ascending id` (the declared order); an arbitrary one:
+  `order: arbitrary`.
+- a labelled take: `instance: a` / `instance: b`; a call: `run:`; a commit: `commit`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path as FsPath
+
+import yaml
+
+from .spec import Branch, Call, Commit, Loop, Spec, Step, Take
+
+SORTED_ORDER = "ascending id"
+
+
+def _lock(lk_name: str, kind: str, singleton: bool, modes: tuple[str, ...], scope: str) -> dict:
+    out: dict[str, object] = {"title": lk_name.upper(), "kind": kind}
+    if kind == "advisory":
+        if singleton:
+            out["key"] = {"hashtextextended": {"text": lk_name}}
+        else:
+            out["key"] = {"hashtextextended": {"prefix": f"{lk_name}:", "parts": ["id"]}}
+        if scope != "transaction":
+            out["scope"] = scope
+    elif kind == "row":
+        out["table"] = f"app.{lk_name.replace('-', '_')}"
+        if singleton:
+            out["singleton"] = True
+    elif kind == "memory":
+        if singleton:
+            out["singleton"] = True
+    else:  # pragma: no cover
+        raise ValueError(kind)
+    if not singleton:
+        out["instances"] = {"order": SORTED_ORDER}
+    out["modes"] = dict.fromkeys(modes, "takers")
+    return out
+
+
+def _step(st: Step) -> object:
+    if isinstance(st, Take):
+        d: dict[str, object] = {"take": st.lock, "mode": st.mode}
+        if st.label:
+            d["instance"] = st.label
+        if st.option:
+            d["option"] = st.option
+        return d
+    if isinstance(st, Loop):
+        return {
+            "loop": "each item",
+            "order": SORTED_ORDER if st.order == "sorted" else "arbitrary",
+            "steps": [_step(s) for s in st.body],
+        }
+    if isinstance(st, Branch):
+        return {
+            "branches": {
+                f"b{i}": [_step(s) for s in alt] or [{"call": "nothing"}]
+                for i, alt in enumerate(st.alternatives)
+            }
+        }
+    if isinstance(st, Call):
+        return {"run": st.path}
+    if isinstance(st, Commit):
+        return "commit"
+    raise TypeError(st)  # pragma: no cover
+
+
+def render(spec: Spec) -> dict[str, str]:
+    """File name -> text."""
+    locks = {
+        lk.name: _lock(lk.name, lk.kind, lk.singleton, lk.modes, lk.scope) for lk in spec.locks
+    }
+    locks_doc = {"lockdocs": 1, "page": {"title": "Oracle"}, "locks": locks}
+    paths: dict[str, object] = {}
+    for p in spec.paths:
+        entry: dict[str, object] = {"title": p.name.upper()}
+        if not p.standalone:
+            entry["standalone"] = False
+        entry["steps"] = [_step(s) for s in p.steps] or [{"call": "nothing"}]
+        paths[p.name] = entry
+    paths_doc = {"group": "Oracle", "paths": paths}
+    dump = lambda d: yaml.safe_dump(d, sort_keys=False, default_flow_style=False)  # noqa: E731
+    return {"locks.yaml": dump(locks_doc), "paths/p.yaml": dump(paths_doc)}
+
+
+def write(spec: Spec, root: FsPath) -> None:
+    for name, text in render(spec).items():
+        f = root / name
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(text, encoding="utf-8")

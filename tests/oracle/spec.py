@@ -1,0 +1,102 @@
+"""The oracle's own spec language: locks, and paths as small nondeterministic programs.
+
+Nothing here comes from lockdocs. A spec is plain frozen data, so hypothesis can build it and a
+failing example prints as readable Python.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+KINDS = ("advisory", "row", "memory")
+SHARED_EXCLUSIVE = ("shared", "exclusive")
+ROW_MODES = ("for key share", "for share", "for no key update", "for update")
+
+
+@dataclass(frozen=True)
+class Lock:
+    """A lock class. `singleton`: one lock for the whole database; otherwise one per instance."""
+
+    name: str
+    kind: str = "advisory"  # advisory | row | memory
+    singleton: bool = False
+    modes: tuple[str, ...] = ("exclusive",)
+    scope: str = "transaction"  # transaction | session (memory locks are always session)
+
+    @property
+    def held_across_commit(self) -> bool:
+        return self.kind == "memory" or self.scope == "session"
+
+
+@dataclass(frozen=True)
+class Take:
+    """Take `lock` in `mode`. Outside a loop, an unlabelled take of a class the transaction
+    already holds re-takes (one of) the held instance(s); otherwise it is some instance.
+    `label` ('a', 'b') names one of two distinct instances the path works on. Inside a loop an
+    unlabelled take is the iteration's instance."""
+
+    lock: str
+    mode: str
+    label: str | None = None
+    option: str | None = None  # None | nowait | skip locked
+
+
+@dataclass(frozen=True)
+class Loop:
+    """Repeat `body` once per element of a set of instances: `sorted` visits them in ascending
+    order, `arbitrary` in any order."""
+
+    order: str  # sorted | arbitrary
+    body: tuple[Step, ...]
+
+
+@dataclass(frozen=True)
+class Branch:
+    """Exactly one alternative runs."""
+
+    alternatives: tuple[tuple[Step, ...], ...]
+
+
+@dataclass(frozen=True)
+class Call:
+    """Run another path inline, in this transaction."""
+
+    path: str
+
+
+@dataclass(frozen=True)
+class Commit:
+    """End the transaction (its transaction-scoped locks go) and go on in a new one."""
+
+
+Step = Take | Loop | Branch | Call | Commit
+
+
+@dataclass(frozen=True)
+class Path:
+    name: str
+    steps: tuple[Step, ...]
+    standalone: bool = True  # False: only ever runs inside another path (Call)
+
+
+@dataclass(frozen=True)
+class Spec:
+    locks: tuple[Lock, ...]
+    paths: tuple[Path, ...]
+    note: str = field(default="", compare=False)
+
+    def lock(self, name: str) -> Lock:
+        for lk in self.locks:
+            if lk.name == name:
+                return lk
+        raise KeyError(name)
+
+    def path(self, name: str) -> Path:
+        for p in self.paths:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    @property
+    def standalone(self) -> tuple[Path, ...]:
+        return tuple(p for p in self.paths if p.standalone)

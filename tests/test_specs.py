@@ -1,0 +1,119 @@
+"""Small declaration sets with their exact expected findings, run through the real CLI.
+
+Each folder under tests/fixtures/specs/ holds locks.yaml, paths/*.yaml and expected.txt: one
+finding per line, `CODE path1,path2` (paths sorted; none for findings about a lock or a key),
+with ` waived` appended when an exception waives it; `#` starts a comment; an empty file means
+silence. The test runs `python -m lockdocs check --no-drift --format json --root <case>` and
+compares the set of (code, sorted paths, waived) and the exit code: 1 when an unwaived error is
+expected, else 0. A folder with an xfail.txt is a known false negative of lockdocs: expected.txt
+says what it should report, and the test is xfail(strict=True) with the file's reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+SPECS = Path(__file__).resolve().parent / "fixtures" / "specs"
+
+# Default severities, copied from the rules reference (`lockdocs rules`): these are errors,
+# every other code is a warning or info and never fails a check.
+ERROR_CODES = frozenset(
+    {"LD102", "LD104", "LD105", "LD201", "LD202", "LD203", "LD306", "LD401"}
+    | {f"LD50{i}" for i in range(1, 8)}
+)
+
+Finding = tuple[str, tuple[str, ...], bool]
+
+
+def parse_expected(text: str) -> set[Finding]:
+    out: set[Finding] = set()
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        words = line.split()
+        waived = words[-1] == "waived"
+        if waived:
+            words = words[:-1]
+        code = words[0]
+        paths = tuple(sorted(words[1].split(","))) if len(words) > 1 else ()
+        assert len(words) <= 2, f"bad expected line: {raw!r}"
+        out.add((code, paths, waived))
+    return out
+
+
+def _cases() -> list[object]:
+    params = []
+    for d in sorted(p for p in SPECS.iterdir() if p.is_dir()):
+        marks = []
+        xfail = d / "xfail.txt"
+        if xfail.exists():
+            marks.append(pytest.mark.xfail(strict=True, reason=xfail.read_text().strip()))
+        params.append(pytest.param(d, id=d.name, marks=marks))
+    return params
+
+
+def run_check(case: Path) -> tuple[int, dict[str, object]]:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lockdocs",
+            "check",
+            "--no-drift",
+            "--format",
+            "json",
+            "--root",
+            str(case),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc.returncode, json.loads(proc.stdout)
+
+
+@pytest.fixture(scope="module")
+def cli_results(request: pytest.FixtureRequest) -> dict[Path, tuple[int, dict[str, object]]]:
+    """Every selected case through the CLI at once, one process per core: the runs are
+    independent, and a process start costs more than the check."""
+    cases = [
+        item.callspec.params["case"]
+        for item in request.session.items
+        if getattr(item, "originalname", "") == "test_spec_findings"
+    ]
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        return dict(zip(cases, pool.map(run_check, cases), strict=True))
+
+
+@pytest.mark.parametrize("case", _cases())
+def test_spec_findings(case: Path, cli_results: dict[Path, tuple[int, dict[str, object]]]) -> None:
+    expected = parse_expected((case / "expected.txt").read_text(encoding="utf-8"))
+    code, report = cli_results[case] if case in cli_results else run_check(case)
+    diagnostics = report["diagnostics"]
+    assert isinstance(diagnostics, list)
+    actual = {(d["code"], tuple(sorted(d["paths"])), bool(d["waived_by"])) for d in diagnostics}
+    detail = "\n".join(f"{d['code']} {d['paths']} {d['message']}" for d in diagnostics)
+    assert actual == expected, f"findings differ from expected.txt:\n{detail}"
+    blocking = any(c in ERROR_CODES and not waived for c, _, waived in expected)
+    assert code == (1 if blocking else 0), f"exit code {code}\n{detail}"
+
+
+def test_there_are_enough_cases() -> None:
+    names = {p.name for p in SPECS.iterdir() if p.is_dir()}
+    assert len(names) >= 40
+    silent = [n for n in names if n.startswith("silent-")]
+    assert len(silent) >= 10
+    for d in SPECS.iterdir():
+        if d.is_dir():
+            assert (d / "locks.yaml").exists() and (d / "expected.txt").exists(), d.name
+            assert list((d / "paths").glob("*.yaml")), d.name
