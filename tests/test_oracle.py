@@ -285,38 +285,22 @@ POOL = Lock("pool", "row", False, (NKU,))
 BOOKS = Lock("books", "advisory", True, ("shared", "exclusive"))
 
 FIXED_FN = {
-    # A path holds one pool row, then locks more pool rows in ascending order. T1 holds #2 and
-    # its loop wants #1; T2 holds #1 and its loop wants #2. Was silent: the loop's self-edge
-    # counted as ordered although an instance was held before the loop.
-    "sorted-loop-after-held": Spec(
-        (POOL,), (Path("settle", (Take("pool", NKU), Loop("sorted", (Take("pool", NKU),)))),)
-    ),
-    # Same shape as an upgrade: the sorted loop reaches the instance held shared before it.
-    "sorted-loop-upgrades-held": Spec(
-        (Lock("pool", "advisory", False, ("shared", "exclusive")),),
+    # SKIP LOCKED skipped the row, so the later plain take of it is a first acquisition: T1
+    # skipped the row (T2 has it), takes the gate, then waits for the row; T2 waits for the
+    # gate. Was silent: the later take looked like a re-take; a SKIP LOCKED hold is now only a maybe.
+    "skip-locked-did-not-lock": Spec(
+        (Lock("job", "row", True, (NKU,)), Lock("gate", "advisory", True, ("exclusive",))),
         (
             Path(
-                "settle",
-                (Take("pool", "shared"), Loop("sorted", (Take("pool", "exclusive"),))),
+                "work",
+                (
+                    Take("job", NKU, option="skip locked"),
+                    Take("gate", "exclusive"),
+                    Take("job", NKU),
+                ),
             ),
         ),
     ),
-    # A singleton taken shared, then exclusive inside a loop: two runs both hold it shared and
-    # both wait to upgrade. Was silent: the loop take was not seen as an upgrade.
-    "singleton-upgrade-in-loop": Spec(
-        (GATE,),
-        (Path("p", (Take("gate", "shared"), Loop("sorted", (Take("gate", "exclusive"),)))),),
-    ),
-    # A singleton taken inside a loop after an instance: T1 (pools 1 and 2) holds the singleton
-    # from iteration 1 and wants pool 2; T2 (only pool 2) holds pool 2 and wants the singleton.
-    # Was silent: the edge to the next iteration's instance was dropped as "per-iteration".
-    "singleton-in-loop-cross-iteration": Spec(
-        (Lock("gate", "advisory", True, ("exclusive",)), POOL),
-        (Path("p", (Loop("sorted", (Take("pool", NKU), Take("gate", "exclusive"))),)),),
-    ),
-}
-
-OPEN_FN = {
     # One row taken FOR KEY SHARE then FOR NO KEY UPDATE per iteration, rows in arbitrary
     # order: T1 holds #2 (no key update) and upgrades #1; T2 holds #1 and upgrades #2.
     # lockdocs: silent (the self-edge's wanted mode is the weak one, and an upgrade event makes
@@ -365,25 +349,57 @@ OPEN_FN = {
             Path("settle", (Call("lock-pools"), Call("lock-pools"))),
         ),
     ),
-    # SKIP LOCKED skipped the row, so the later plain take of it is a first acquisition: T1
-    # skipped the row (T2 has it), takes the gate, then waits for the row; T2 waits for the
-    # gate. lockdocs: silent (options are not modelled: the later take looks like a re-take).
-    "skip-locked-did-not-lock": Spec(
-        (Lock("job", "row", True, (NKU,)), Lock("gate", "advisory", True, ("exclusive",))),
+    # A path holds one pool row, then locks more pool rows in ascending order. T1 holds #2 and
+    # its loop wants #1; T2 holds #1 and its loop wants #2. Was silent: the loop's self-edge
+    # counted as ordered although an instance was held before the loop.
+    "sorted-loop-after-held": Spec(
+        (POOL,), (Path("settle", (Take("pool", NKU), Loop("sorted", (Take("pool", NKU),)))),)
+    ),
+    # Same shape as an upgrade: the sorted loop reaches the instance held shared before it.
+    "sorted-loop-upgrades-held": Spec(
+        (Lock("pool", "advisory", False, ("shared", "exclusive")),),
         (
             Path(
-                "work",
-                (
-                    Take("job", NKU, option="skip locked"),
-                    Take("gate", "exclusive"),
-                    Take("job", NKU),
-                ),
+                "settle",
+                (Take("pool", "shared"), Loop("sorted", (Take("pool", "exclusive"),))),
             ),
         ),
     ),
+    # A singleton taken shared, then exclusive inside a loop: two runs both hold it shared and
+    # both wait to upgrade. Was silent: the loop take was not seen as an upgrade.
+    "singleton-upgrade-in-loop": Spec(
+        (GATE,),
+        (Path("p", (Take("gate", "shared"), Loop("sorted", (Take("gate", "exclusive"),)))),),
+    ),
+    # A singleton taken inside a loop after an instance: T1 (pools 1 and 2) holds the singleton
+    # from iteration 1 and wants pool 2; T2 (only pool 2) holds pool 2 and wants the singleton.
+    # Was silent: the edge to the next iteration's instance was dropped as "per-iteration".
+    "singleton-in-loop-cross-iteration": Spec(
+        (Lock("gate", "advisory", True, ("exclusive",)), POOL),
+        (Path("p", (Loop("sorted", (Take("pool", NKU), Take("gate", "exclusive"))),)),),
+    ),
 }
 
+OPEN_FN = {}
+
 FIXED_FP = {
+    # Void an invoice: lock its row FOR NO KEY UPDATE, take the mailer lock, then upgrade the
+    # row to FOR UPDATE. Two runs: the upgrade could only wait for the *same* row, which the
+    # other run cannot hold (FOR NO KEY UPDATE conflicts with itself). No deadlock; lockdocs
+    # reports LD201 invoice -> mailer -> invoice (the upgrade's edge is realized as if it
+    # wanted any invoice row).
+    "upgrade-edge-of-an-exclusively-held-instance": Spec(
+        (
+            Lock("invoice", "row", False, (NKU, "for update")),
+            Lock("mailer", "memory", True, ("exclusive",)),
+        ),
+        (
+            Path(
+                "void",
+                (Take("invoice", NKU), Take("mailer", "exclusive"), Take("invoice", "for update")),
+            ),
+        ),
+    ),
     # Both paths hold the books exclusive, then a helper run in a loop re-takes them shared (a
     # second held entry). No interleaving deadlocks. Was LD201: the gate check kept one mode
     # per singleton lock (the last, shared) and compared shared with shared.
@@ -414,25 +430,7 @@ FIXED_FP = {
 }
 
 
-OPEN_FP = {
-    # Void an invoice: lock its row FOR NO KEY UPDATE, take the mailer lock, then upgrade the
-    # row to FOR UPDATE. Two runs: the upgrade could only wait for the *same* row, which the
-    # other run cannot hold (FOR NO KEY UPDATE conflicts with itself). No deadlock; lockdocs
-    # reports LD201 invoice -> mailer -> invoice (the upgrade's edge is realized as if it
-    # wanted any invoice row).
-    "upgrade-edge-of-an-exclusively-held-instance": Spec(
-        (
-            Lock("invoice", "row", False, (NKU, "for update")),
-            Lock("mailer", "memory", True, ("exclusive",)),
-        ),
-        (
-            Path(
-                "void",
-                (Take("invoice", NKU), Take("mailer", "exclusive"), Take("invoice", "for update")),
-            ),
-        ),
-    ),
-}
+OPEN_FP = {}
 
 
 @pytest.mark.parametrize("name", sorted(FIXED_FN | OPEN_FN))

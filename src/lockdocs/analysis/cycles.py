@@ -26,7 +26,10 @@ class Cycle:
 def _singleton_guards(ctx: Context, e: Edge) -> dict[str, str]:
     found = ctx.guard_cache.get(e.guards)
     if found is None:
-        found = {g.lock: g.mode for g in e.guards if ctx.model.locks[g.lock].singleton}
+        # A SKIP LOCKED hold may not be held at all, so it keeps nobody apart.
+        found = {
+            g.lock: g.mode for g in e.guards if ctx.model.locks[g.lock].singleton and not g.maybe
+        }
         ctx.guard_cache[e.guards] = found
     return found
 
@@ -44,8 +47,8 @@ def gate(ctx: Context, a: Edge, b: Edge) -> str | None:
 
 
 def _signature(e: Edge, ctx: Context) -> tuple[object, ...]:
-    guards = tuple(sorted((g.lock, g.mode) for g in e.guards if ctx.model.locks[g.lock].singleton))
-    return (e.held_mode, e.wanted_mode, e.ordered, e.order, guards)
+    guards = tuple(sorted(_singleton_guards(ctx, e).items()))
+    return (e.held_mode, e.wanted_mode, e.ordered, e.order, e.upgrade_from, guards)
 
 
 def _representatives(edges: list[Edge], ctx: Context) -> list[Edge]:
@@ -62,7 +65,13 @@ def _representatives(edges: list[Edge], ctx: Context) -> list[Edge]:
 
 def _waits(ctx: Context, wanting: Edge, holding: Edge) -> bool:
     kind = ctx.lock_kind(wanting.dst, wanting.backend)
-    return conflicts(kind, wanting.wanted_mode, holding.held_mode)
+    if not conflicts(kind, wanting.wanted_mode, holding.held_mode):
+        return False
+    # An upgrade wants the instance it already holds: the other transaction can hold that
+    # instance only in a mode that coexists with the one already held.
+    return wanting.upgrade_from is None or not conflicts(
+        kind, wanting.upgrade_from, holding.held_mode
+    )
 
 
 def realize(ctx: Context, locks: tuple[str, ...], graph: LockGraph) -> tuple[Edge, ...] | None:

@@ -25,6 +25,9 @@ class Held(NamedTuple):
     instance: str  # "" for the path's one instance of the lock
     loop: str = ""  # the innermost loop the instance is per-iteration of
     acquired_at: int = 0  # line, to explain guards
+    # Taken with SKIP LOCKED: the row may have been skipped, so a later plain take of the
+    # lock is a first acquisition, not a re-take.
+    maybe: bool = False
 
 
 class Event(NamedTuple):
@@ -72,6 +75,7 @@ class _Frame:
     loops: tuple[tuple[str, str | None], ...] = ()  # (loop id, declared order)
     iteration: str = ""
     through: tuple[str, ...] = ()
+    sites: tuple[str, ...] = ()  # where each run: step of the chain stands, to tell two runs apart
 
 
 class Flattener:
@@ -154,9 +158,11 @@ class Flattener:
         else:
             instance = ""
         if step.instance is not None or in_loop:
-            same = [h for h in st.held if h.lock == lock_id and h.instance == instance]
+            same = [
+                h for h in st.held if h.lock == lock_id and h.instance == instance and not h.maybe
+            ]
         else:  # no instance named: the one already held, if any (a re-take)
-            same = [h for h in st.held if h.lock == lock_id]
+            same = [h for h in st.held if h.lock == lock_id and not h.maybe]
         base = Event(
             "acquire",
             path.id,
@@ -181,13 +187,20 @@ class Flattener:
         if same:
             strongest = max(same, key=lambda h: strength(kind, h.mode))
             if strength(kind, mode) > strength(kind, strongest.mode):
-                self.emit(base._replace(kind="upgrade"))
+                self.emit(base._replace(kind="upgrade", instance=strongest.instance))
                 held = tuple(h._replace(mode=mode) if h == strongest else h for h in st.held)
                 return replace(st, held=held)
             self.emit(base._replace(kind="retake"))
             return st
         self.emit(base)
-        new = Held(lock_id, mode, instance, loop_id if in_loop else "", step.location.line)
+        new = Held(
+            lock_id,
+            mode,
+            instance,
+            loop_id if in_loop else "",
+            step.location.line,
+            step.option == "skip locked",
+        )
         return replace(st, held=(*st.held, new))
 
     def walk(
@@ -223,7 +236,8 @@ class Flattener:
         if isinstance(step, m.Take):
             return [self.take(path, st, step, frame)]
         if isinstance(step, m.Loop):
-            loop_id = f"{path.id}@{step.location.line}"
+            site = f"{'/'.join(frame.sites)}>" if frame.sites else ""
+            loop_id = f"{path.id}@{site}{step.location.line}"
             states = [st]
             for it in ("1", "2"):
                 inner = replace(
@@ -244,7 +258,11 @@ class Flattener:
             callee = self.model.paths[step.path]
             if depth > 32:
                 return [st]
-            inner = replace(frame, through=(*frame.through, callee.id))
+            inner = replace(
+                frame,
+                through=(*frame.through, callee.id),
+                sites=(*frame.sites, f"{step.location.file}:{step.location.line}"),
+            )
             return self.walk(path, callee.steps, [st], inner, depth + 1)
         if isinstance(step, m.External):
             self.emit(common._replace(kind="external", name=step.name, note=step.note))

@@ -36,6 +36,9 @@ class Edge(NamedTuple):
     txkind: str | None = None
     through: tuple[str, ...] = ()
     held_at: int = 0  # line where src was taken
+    # For an upgrade: the mode of dst this transaction already holds. Whoever blocks it must
+    # hold that same instance in a mode that can coexist with this one.
+    upgrade_from: str | None = None
 
     def sort_key(self) -> tuple[str, int, int, str, str]:
         return (self.location.file, self.location.line, self.location.column, self.src, self.dst)
@@ -58,9 +61,14 @@ class LockGraph:
 def _edges_of(ev: Event, ctx: Context, backend: str | None) -> list[Edge]:
     out: list[Edge] = []
     lock = ctx.model.locks[ev.lock]
+    upgrade_from = None
+    if ev.kind == "upgrade":
+        upgrade_from = next(
+            (h.mode for h in ev.held if h.lock == ev.lock and h.instance == ev.instance), None
+        )
     for h in ev.held:
         if h.lock == ev.lock:
-            if ev.kind != "acquire" or h.instance == ev.instance or lock.singleton:
+            if h.instance == ev.instance or lock.singleton:
                 continue
         elif h.loop and h.loop == ev.loop and h.instance != ev.instance:
             # Per-iteration locks of one loop: an instance of the next iteration belongs to
@@ -95,6 +103,7 @@ def _edges_of(ev: Event, ctx: Context, backend: str | None) -> list[Edge]:
                 txkind=ev.txkind,
                 through=ev.through,
                 held_at=h.acquired_at,
+                upgrade_from=upgrade_from,
             )
         )
     return out

@@ -318,31 +318,60 @@ paths:
     },
 )
 def check_upgrades(ctx: Context) -> Iterable[Diagnostic]:
-    seen: set[tuple[str, str, int]] = set()
+    # Two upgrades of one lock (the same path twice, or two paths) deadlock when both weak
+    # modes can be held at once, each strong mode waits for the other's weak one, and no
+    # gate keeps the two transactions apart.
+    upgrades: list[tuple[Edge, str]] = []
     for ev in ctx.all_events:
         if ev.kind != "upgrade":
             continue
-        kind = ctx.lock_kind(ev.lock, None)
-        held = next(h for h in ev.held if h.lock == ev.lock)
-        if not conflicts(kind, ev.mode, held.mode) or conflicts(kind, held.mode, held.mode):
+        held = next(h for h in ev.held if h.lock == ev.lock and h.instance == ev.instance)
+        as_edge = Edge(
+            ev.lock,
+            ev.lock,
+            ev.path,
+            ev.location,
+            held.mode,
+            ev.mode,
+            ev.held,
+            held_at=held.acquired_at,
+        )
+        upgrades.append((as_edge, ctx.lock_kind(ev.lock, None)))
+    seen: set[tuple[str, str, int]] = set()
+    for e, kind in upgrades:
+        key = (e.path, e.src, e.location.line)
+        if key in seen or not conflicts(kind, e.wanted_mode, e.held_mode):
             continue
-        as_edge = Edge(ev.lock, ev.lock, ev.path, ev.location, held.mode, ev.mode, ev.held)
-        if gate(ctx, as_edge, as_edge):
-            continue
-        key = (ev.path, ev.lock, ev.location.line)
-        if key in seen:
+        other = next(
+            (
+                f
+                for f, _ in upgrades
+                if f.src == e.src
+                and not conflicts(kind, e.held_mode, f.held_mode)
+                and conflicts(kind, e.wanted_mode, f.held_mode)
+                and conflicts(kind, f.wanted_mode, e.held_mode)
+                and not gate(ctx, e, f)
+            ),
+            None,
+        )
+        if other is None:
             continue
         seen.add(key)
+        who = (
+            f"Two runs of '{e.path}'"
+            if other.path == e.path and other.location == e.location
+            else f"'{e.path}' and '{other.path}' (at {other.location})"
+        )
         yield Diagnostic(
             "LD203",
             Severity.ERROR,
-            f"path '{ev.path}' holds {ev.lock} ({held.mode}) and then asks for it {ev.mode}",
-            ev.location,
-            f"take {ev.lock} {ev.mode} from the start (line {held.acquired_at})",
+            f"path '{e.path}' holds {e.src} ({e.held_mode}) and then asks for it {e.wanted_mode}",
+            e.location,
+            f"take {e.src} {e.wanted_mode} from the start (line {e.held_at})",
             details=(
-                f"Two runs of '{ev.path}' can both hold {ev.lock} {held.mode}; each then waits "
-                f"for the other to release it before it can get {ev.mode}.",
+                f"{who} can both hold {e.src} {e.held_mode}; each then waits for the other to "
+                f"release it before it can get {e.wanted_mode}.",
             ),
-            paths=(ev.path,),
-            locks=(ev.lock,),
+            paths=tuple(dict.fromkeys((e.path, other.path))),
+            locks=(e.src,),
         )
