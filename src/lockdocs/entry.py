@@ -8,6 +8,7 @@ the typer route.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from pathlib import Path
@@ -49,6 +50,10 @@ def _fast(argv: list[str]) -> tuple[str, Path | None, str, bool] | None:
 
 def main() -> None:
     """Maps anything unexpected to exit code 3 instead of a traceback."""
+    # A run builds many small objects and frees them at exit; Python's default collector
+    # thresholds scan the growing heap again and again (measured: loading the 100x synthetic
+    # project takes 2.2 s with them, 1.3 s with these, and 1000x is near-linear again).
+    gc.set_threshold(100_000, 50, 1000)
     try:
         plan = None if os.environ.get("LOCKDOCS_NO_FAST") else _fast(sys.argv[1:])
         if plan is None:

@@ -9,6 +9,7 @@ Two running instances of one path are two transactions.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 from lockdocs.analysis.graph import Edge, LockGraph, strongly_connected
@@ -40,7 +41,8 @@ def gate(ctx: Context, a: Edge, b: Edge) -> str | None:
     if not ga:
         return None
     gb = _singleton_guards(ctx, b)
-    for lock in sorted(ga.keys() & gb.keys()):
+    common = ga.keys() & gb.keys()
+    for lock in sorted(common) if len(common) > 1 else common:
         if conflicts(ctx.lock_kind(lock, a.backend), ga[lock], gb[lock]):
             return lock
     return None
@@ -115,7 +117,7 @@ def _valid(ctx: Context, chain: list[Edge]) -> bool:
     return not any(gate(ctx, a, b) for i, a in enumerate(chain) for b in chain[i + 1 :])
 
 
-def find_cycles(ctx: Context, graph: LockGraph, dfs_budget: int = 20_000) -> list[Cycle]:
+def find_cycles(ctx: Context, graph: LockGraph, dfs_budget: int = 5_000) -> list[Cycle]:
     """Real, minimal cycles across distinct locks, in a deterministic order.
 
     The search runs on the graph of hops: a node is one edge (one behaviour of a path between
@@ -150,15 +152,25 @@ def find_cycles(ctx: Context, graph: LockGraph, dfs_budget: int = 20_000) -> lis
     backend = graph.edges[0].backend if graph.edges else None
     found: list[Cycle] = []
     seen: set[tuple[str, ...]] = set()
+    lock_sets: set[frozenset[str]] = set()
     covered: set[tuple[str, str]] = set()
+
+    def explained(locks: tuple[str, ...]) -> bool:
+        """Does a smaller real cycle already found use only some of these locks?"""
+        if len(locks) <= 12:  # look the subsets up: no scan over every cycle found so far
+            return any(
+                frozenset(sub) in lock_sets
+                for size in range(2, len(locks) + 1)
+                for sub in itertools.combinations(sorted(locks), size)
+            )
+        return any(s <= set(locks) for s in lock_sets)
 
     def record(chain: list[Edge]) -> None:
         cyc = _rotate(Cycle(tuple(e.src for e in chain), tuple(chain), backend))
-        if cyc.locks in seen:
+        if cyc.locks in seen or explained(cyc.locks):
             return
-        if any(set(c.locks) <= set(cyc.locks) for c in found):
-            return  # a smaller real cycle already explains these locks
         seen.add(cyc.locks)
+        lock_sets.add(frozenset(cyc.locks))
         found.append(cyc)
         covered.update((e.src, e.dst) for e in chain)
 

@@ -58,8 +58,7 @@ class Event(NamedTuple):
     wrote: bool = False  # for release/commit: a write happened earlier in the transaction
 
 
-@dataclass(frozen=True)
-class _State:
+class _State(NamedTuple):
     held: tuple[Held, ...]
     transaction: int
     txkind: str | None
@@ -189,7 +188,7 @@ class Flattener:
             if strength(kind, mode) > strength(kind, strongest.mode):
                 self.emit(base._replace(kind="upgrade", instance=strongest.instance))
                 held = tuple(h._replace(mode=mode) if h == strongest else h for h in st.held)
-                return replace(st, held=held)
+                return st._replace(held=held)
             self.emit(base._replace(kind="retake"))
             return st
         self.emit(base)
@@ -201,7 +200,7 @@ class Flattener:
             step.location.line,
             step.option == "skip locked",
         )
-        return replace(st, held=(*st.held, new))
+        return st._replace(held=(*st.held, new))
 
     def walk(
         self,
@@ -250,9 +249,9 @@ class Flattener:
         if isinstance(step, m.Branches):
             out: list[_State] = []
             for name, alt in step.alternatives:
-                forked = replace(st, branch=(*st.branch, name))
+                forked = st._replace(branch=(*st.branch, name))
                 for res in self.walk(path, alt, [forked], frame, depth):
-                    out.append(replace(res, branch=st.branch))
+                    out.append(res._replace(branch=st.branch))
             return out
         if isinstance(step, m.Run):
             callee = self.model.paths[step.path]
@@ -269,12 +268,12 @@ class Flattener:
             return [st]
         if isinstance(step, m.Write):
             self.emit(common._replace(kind="write", name=step.what, via=step.via))
-            return [replace(st, wrote=True)]
+            return [st._replace(wrote=True)]
         if isinstance(step, m.Call):
             return [st]
         if isinstance(step, m.Release):
             self.emit(common._replace(kind="release", lock=step.lock, wrote=st.wrote and st.open))
-            return [replace(st, held=tuple(h for h in st.held if h.lock != step.lock))]
+            return [st._replace(held=tuple(h for h in st.held if h.lock != step.lock))]
         if isinstance(step, m.Begin):
             return [
                 self.begin(path, st, step.transaction, step.location, frame, st.transaction + 1)
@@ -284,7 +283,7 @@ class Flattener:
             if step.how == "leave_open":
                 return [st]
             held = tuple(h for h in st.held if self.lock_scope(h.lock) == "session")
-            return [replace(st, held=held, open=False, wrote=False)]
+            return [st._replace(held=held, open=False, wrote=False)]
         raise AssertionError(f"unknown step {step!r}")  # pragma: no cover
 
     def path(self, path: m.Path) -> None:
@@ -294,7 +293,7 @@ class Flattener:
         if path.transaction:
             start = self.begin(path, start, path.transaction, loc, frame, 1)
         else:
-            start = replace(start, transaction=1, open=True)
+            start = start._replace(transaction=1, open=True)
         self.walk(path, path.steps, [start], frame)
 
 
