@@ -27,7 +27,8 @@ and the false positive `upgrade-edge-of-an-exclusively-held-instance` (FIXED_FP)
 
 False positives (lockdocs reports, no interleaving deadlocks), counted by kind:
 - `nowait-or-skip-locked`: a take with NOWAIT or SKIP LOCKED never waits (it fails at once, or
-  skips the row), so it cannot close a wait cycle; lockdocs ignores the option (by design).
+  skips the row), so it cannot close a wait cycle. lockdocs never makes such a take the waiting
+  side of a cycle; the few left are findings on such locks that other hops explain.
 - `needs-more-transactions`: an LD201 cycle over more locks than the oracle runs transactions.
 - `singleton-in-loop`: a path of the finding takes a singleton lock inside a loop (lockdocs
   holds it once per iteration, in each iteration's mode); typically the singleton, upgraded or

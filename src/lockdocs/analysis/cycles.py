@@ -50,7 +50,7 @@ def gate(ctx: Context, a: Edge, b: Edge) -> str | None:
 
 def _signature(e: Edge, ctx: Context) -> tuple[object, ...]:
     guards = tuple(sorted(_singleton_guards(ctx, e).items()))
-    return (e.held_mode, e.wanted_mode, e.ordered, e.order, e.upgrade_from, guards)
+    return (e.held_mode, e.wanted_mode, e.ordered, e.order, e.upgrade_from, e.never_waits, guards)
 
 
 def _representatives(edges: list[Edge], ctx: Context) -> list[Edge]:
@@ -66,6 +66,8 @@ def _representatives(edges: list[Edge], ctx: Context) -> list[Edge]:
 
 
 def _waits(ctx: Context, wanting: Edge, holding: Edge) -> bool:
+    if wanting.never_waits:
+        return False
     kind = ctx.lock_kind(wanting.dst, wanting.backend)
     if not conflicts(kind, wanting.wanted_mode, holding.held_mode):
         return False

@@ -39,6 +39,9 @@ class Edge(NamedTuple):
     # For an upgrade: the mode of dst this transaction already holds. Whoever blocks it must
     # hold that same instance in a mode that can coexist with this one.
     upgrade_from: str | None = None
+    # NOWAIT fails at once (55P03) and SKIP LOCKED skips the row: such a take never waits, so
+    # it cannot close a wait cycle.
+    never_waits: bool = False
 
     def sort_key(self) -> tuple[str, int, int, str, str]:
         return (self.location.file, self.location.line, self.location.column, self.src, self.dst)
@@ -104,6 +107,7 @@ def _edges_of(ev: Event, ctx: Context, backend: str | None) -> list[Edge]:
                 through=ev.through,
                 held_at=h.acquired_at,
                 upgrade_from=upgrade_from,
+                never_waits=ev.option in ("nowait", "skip locked"),
             )
         )
     return out
