@@ -35,7 +35,7 @@ test: setup
 	$(BIN)/python -m pytest -q
 
 fuzz: setup
-	$(BIN)/python -m pytest -q -m fuzz -p no:randomly
+	LOCKDOCS_ORACLE_SEED=$${LOCKDOCS_ORACLE_SEED:-20261129} $(BIN)/python -m pytest -q -m fuzz
 
 bench: setup
 	$(BIN)/python bench/run.py
