@@ -489,3 +489,45 @@ def test_unknown_option_is_usage_error() -> None:
     result = run_cli("check", "--frobnicate")
     assert result.code == 2
     assert "Traceback" not in result.err
+
+
+def test_file_over_the_size_limit_is_refused(tmp_path: Path) -> None:
+    big = "group: Big\npaths:\n" + "".join(
+        f"  p{i}:\n    title: Path {i}\n    summary: {'x' * 200}\n    steps: [commit]\n"
+        for i in range(20_000)
+    )
+    assert len(big) > 4 * 1024 * 1024
+    root = write_project(tmp_path / "p", _case(extra={"paths/big.yaml": big}))
+    result = run_cli("check", "--root", str(root), "--format", "json")
+    assert result.code == 2
+    d = next(d for d in result.json()["diagnostics"] if d["code"] == "LD009")
+    assert d["file"] == "paths/big.yaml" and "the limit is" in d["message"]
+
+
+def test_alias_bomb_is_refused_fast_in_bounded_memory(tmp_path: Path) -> None:
+    import resource
+    import subprocess
+    import sys
+    import time
+
+    levels = "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [" + ", ".join([f"*{chr(97 + i)}"] * 10) + "]\n"
+        for i in range(12)
+    )
+    root = write_project(
+        tmp_path / "p",
+        _case(extra={"paths/bomb.yaml": "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + levels}),
+    )
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lockdocs", "check", "--root", str(root)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    out, _ = proc.communicate(timeout=60)
+    elapsed = time.perf_counter() - start
+    assert proc.returncode == 2 and b"LD009" in out
+    assert elapsed < 10, elapsed  # 10^13 values if expanded; refused after 500,000
+    # the largest child of this test process so far: an upper bound for this one
+    peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    assert peak_mib < 400, peak_mib
