@@ -88,7 +88,7 @@ def no_timeout(ctx: Context) -> Iterable[Diagnostic]:
             "LD301",
             Severity.INFO,
             f"transaction kind '{kind}' sets no lock_timeout; {len(names)} "
-            f"path{'s' if len(names) != 1 else ''} wait for locks in it ({shown})",
+            f"path{'s wait' if len(names) != 1 else ' waits'} for locks in it ({shown})",
             tk.location,
             "set lock_timeout on the transaction kind (SET LOCAL lock_timeout = '5s'), or "
             "record why waiting until the context ends is acceptable",
