@@ -418,19 +418,9 @@ def finding_key(d: Diagnostic, mapping: dict[str, str]) -> tuple[Any, ...]:
 
 
 def _finding(d: Diagnostic) -> dict[str, Any]:
-    return {
-        "code": d.code,
-        "severity": d.severity.value,
-        "message": d.message,
-        "file": d.location.file,
-        "line": d.location.line,
-        "column": d.location.column,
-        "paths": list(d.paths),
-        "locks": list(d.locks),
-        "waived_by": d.waived_by or None,
-        "hint": d.hint,
-        "details": list(d.details),
-    }
+    from lockdocs.report import diagnostic_json
+
+    return diagnostic_json(d)
 
 
 def _compare_findings(

@@ -25,7 +25,8 @@ def _text(diags: list[Diagnostic], summary: str) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def _as_dict(d: Diagnostic) -> dict[str, Any]:
+def diagnostic_json(d: Diagnostic) -> dict[str, Any]:
+    """One diagnostic as the JSON reporter (and diff's JSON) writes it."""
     return {
         "code": d.code,
         "severity": d.severity.value,
@@ -45,7 +46,7 @@ def _as_dict(d: Diagnostic) -> dict[str, Any]:
 def _json(diags: list[Diagnostic], summary: str) -> str:
     return (
         json.dumps(
-            {"diagnostics": [_as_dict(d) for d in diags], "summary": summary},
+            {"diagnostics": [diagnostic_json(d) for d in diags], "summary": summary},
             indent=2,
             sort_keys=True,
             ensure_ascii=False,
