@@ -266,3 +266,12 @@ def test_prose_keeps_lists_code_and_safe_links_only() -> None:
     assert "\\{\\{ 7\\*7 \\}\\}" in out and "\\*not emphasis\\*" in out
     assert "1. first item continues here\n2. second \\| item" in out
     assert out.endswith("- a\n- b")
+
+
+def test_prose_links_issue_numbers_through_the_template() -> None:
+    from lockdocs.render.escape import prose
+
+    out = prose("see #12, x#3 and `#4`", "https://tracker.invalid/issues/{number}")
+    assert "[\\#12](https://tracker.invalid/issues/12)" in out
+    assert "x\\#3" in out and "`#4`" in out
+    assert prose("see #12") == "see \\#12"

@@ -78,7 +78,7 @@ def para(value: object) -> str:
     return "\n\n".join(text(b) for b in blocks if b.strip())
 
 
-_INLINE_MD = re.compile(r"(`+)(.+?)\1|\[([^\[\]\n]+)\]\(([^()\s]+)\)")
+_INLINE_MD = re.compile(r"(`+)(.+?)\1|\[([^\[\]\n]+)\]\(([^()\s]+)\)|(?<![\w/&#])#(\d{1,9})\b")
 _ITEM = re.compile(r"^(?:[-*]|(\d{1,3})[.)])\s+")
 
 
@@ -92,8 +92,9 @@ def _literal_piece(segment: str) -> str:
     return lead + body + trail
 
 
-def _inline_md(value: str) -> str:
-    """Inline prose with two Markdown forms kept: `code` and [text](safe link)."""
+def _inline_md(value: str, issues: str | None = None) -> str:
+    """Inline prose with `code` and [text](safe link) kept, and #123 linked through the
+    project's issue template when it has one."""
     value = _inline(value)
     out: list[str] = []
     pos = 0
@@ -101,6 +102,10 @@ def _inline_md(value: str) -> str:
         out.append(_literal_piece(value[pos : m.start()]))
         if m.group(1):
             out.append(code(m.group(2)))
+        elif m.group(5):
+            number = m.group(5)
+            href = issues.replace("{number}", number) if issues else None
+            out.append(link(Link(f"#{number}", href)))
         else:
             out.append(link(Link(m.group(3), m.group(4))))
         pos = m.end()
@@ -123,7 +128,7 @@ def _list_items(lines: list[str]) -> tuple[bool, list[str]] | None:
     return ordered, items
 
 
-def prose(value: object) -> str:
+def prose(value: object, issues: str | None = None) -> str:
     """Author prose (intros): paragraphs and lists (`-`, `*` or `1.`), with `code` and
     [links](https://...) kept; everything else literal, exactly as `text` makes it (no HTML,
     no other markup)."""
@@ -140,12 +145,12 @@ def prose(value: object) -> str:
             ordered, items = found
             out.append(
                 "\n".join(
-                    (f"{i}. " if ordered else "- ") + _inline_md(item)
+                    (f"{i}. " if ordered else "- ") + _inline_md(item, issues)
                     for i, item in enumerate(items, start=1)
                 )
             )
         else:
-            out.append(_inline_md(" ".join(ln.strip() for ln in lines)))
+            out.append(_inline_md(" ".join(ln.strip() for ln in lines), issues))
     return "\n\n".join(out)
 
 

@@ -351,6 +351,7 @@ class PageView:
     intro: str | None
     key_intro: str | None
     order_intro: str | None
+    issue_url: str | None
     sources: tuple[str, ...]
     sources_line: str
     scope_facts: tuple[str, ...]
@@ -1104,6 +1105,7 @@ class _Builder:
             intro=model.page.intro,
             key_intro=model.page.key_intro,
             order_intro=model.page.order_intro,
+            issue_url=model.issue_url,
             sources=model.files,
             sources_line=", ".join(model.files),
             scope_facts=scope_facts(model),
