@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
 from lockdocs import model as m
 from lockdocs.analysis.flatten import Event, Held, backends, flatten
+from lockdocs.diagnostics import Diagnostic, Location, Severity
 
 if TYPE_CHECKING:
     from lockdocs.analysis.graph import LockGraph
@@ -57,3 +59,31 @@ class Context:
                 if b.name == backend:
                     return b.kind
         return lock.kind
+
+
+def once_per_step(events: Iterable[Event]) -> Iterator[Event]:
+    """One event per step: a step seen through several held states (branches, the two passes
+    of a loop, several callers) is one finding, not one per state."""
+    seen: set[tuple[str, Location]] = set()
+    for ev in events:
+        key = (ev.path, ev.location)
+        if key not in seen:
+            seen.add(key)
+            yield ev
+
+
+def step_finding(
+    code: str, severity: Severity, ev: Event, message: str, hint: str, locks: tuple[str, ...]
+) -> Diagnostic:
+    """A finding about one step of one path, where exceptions can find it by path, branch and
+    lock."""
+    return Diagnostic(
+        code,
+        severity,
+        message,
+        ev.location,
+        hint,
+        paths=(ev.path,),
+        branches=ev.branch,
+        locks=locks,
+    )

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from lockdocs.diagnostics import Diagnostic, Location, Severity
 from lockdocs.model import Rule
-from lockdocs.rules.context import Context
+from lockdocs.rules.context import Context, once_per_step
 from lockdocs.rules.registry import rule
 
 _BASE = """\
@@ -213,13 +213,12 @@ paths:
 def before(ctx: Context) -> Iterable[Diagnostic]:
     for r in _rules_of(ctx, "before"):
         a, b = str(r.param("first")), str(r.param("then"))
-        seen: set[tuple[str, int]] = set()
-        for ev in ctx.all_events:
-            if ev.kind != "acquire" or ev.lock != a:
-                continue
-            if not any(h.lock == b for h in ev.held) or (ev.path, ev.location.line) in seen:
-                continue
-            seen.add((ev.path, ev.location.line))
+        taken_after = (
+            ev
+            for ev in ctx.all_events
+            if ev.kind == "acquire" and ev.lock == a and any(h.lock == b for h in ev.held)
+        )
+        for ev in once_per_step(taken_after):
             yield _finding(
                 "LD502",
                 r,
@@ -554,13 +553,12 @@ def lock_before_write(ctx: Context) -> Iterable[Diagnostic]:
         lid = str(r.param("lock"))
         writes = r.param("writes")
         assert isinstance(writes, tuple)
-        seen: set[tuple[str, int]] = set()
-        for ev in ctx.all_events:
-            if ev.kind != "write" or ev.name not in writes:
-                continue
-            if any(h.lock == lid for h in ev.held) or (ev.path, ev.location.line) in seen:
-                continue
-            seen.add((ev.path, ev.location.line))
+        unguarded = (
+            ev
+            for ev in ctx.all_events
+            if ev.kind == "write" and ev.name in writes and not any(h.lock == lid for h in ev.held)
+        )
+        for ev in once_per_step(unguarded):
             branch = f" (branch {' / '.join(ev.branch)})" if ev.branch else ""
             yield _finding(
                 "LD507",

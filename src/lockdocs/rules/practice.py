@@ -5,10 +5,14 @@ LOCKED for queues only, and in-memory locks held until the commit."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from lockdocs.diagnostics import Diagnostic, Severity
-from lockdocs.rules.context import Context
+from lockdocs.rules.context import Context, once_per_step, step_finding
 from lockdocs.rules.registry import rule
+
+if TYPE_CHECKING:
+    from lockdocs.analysis.flatten import Event
 
 _ROW = """\
 lockdocs: 1
@@ -141,22 +145,15 @@ paths:
     },
 )
 def external_under_lock(ctx: Context) -> Iterable[Diagnostic]:
-    seen: set[tuple[str, int]] = set()
-    for ev in ctx.all_events:
-        if ev.kind != "external" or not ev.held:
-            continue
-        if (ev.path, ev.location.line) in seen:
-            continue
-        seen.add((ev.path, ev.location.line))
-        yield Diagnostic(
+    calls = (ev for ev in ctx.all_events if ev.kind == "external" and ev.held)
+    for ev in once_per_step(calls):
+        yield step_finding(
             "LD302",
             Severity.WARNING,
+            ev,
             f"path '{ev.path}' calls {ev.name!r} while holding {_held_text(ev.held)}",
-            ev.location,
             "make the call before the transaction takes its locks, or after it commits",
-            paths=(ev.path,),
-            branches=ev.branch,
-            locks=tuple(sorted({h.lock for h in ev.held})),
+            tuple(sorted({h.lock for h in ev.held})),
         )
 
 
@@ -270,29 +267,23 @@ paths:
     },
 )
 def for_update_referenced(ctx: Context) -> Iterable[Diagnostic]:
-    seen: set[tuple[str, int]] = set()
-    for ev in ctx.all_events:
-        if ev.kind not in ("acquire", "upgrade") or ev.mode != "for update":
-            continue
-        lock = ctx.model.locks[ev.lock]
-        if not lock.referenced_by_foreign_keys or ev.changes_key:
-            continue
-        if ev.implicit and ev.implicit.upper().startswith("DELETE"):
-            continue
-        if (ev.path, ev.location.line) in seen:
-            continue
-        seen.add((ev.path, ev.location.line))
-        yield Diagnostic(
+    def needless(ev: Event) -> bool:
+        if ev.kind not in ("acquire", "upgrade") or ev.mode != "for update" or ev.changes_key:
+            return False
+        deletes = bool(ev.implicit and ev.implicit.upper().startswith("DELETE"))
+        return ctx.model.locks[ev.lock].referenced_by_foreign_keys and not deletes
+
+    for ev in once_per_step(filter(needless, ctx.all_events)):
+        table = ctx.model.locks[ev.lock].table or "this row"
+        yield step_finding(
             "LD304",
             Severity.WARNING,
+            ev,
             f"path '{ev.path}' takes {ev.lock} FOR UPDATE; other tables reference "
-            f"{lock.table or 'this row'} through foreign keys",
-            ev.location,
+            f"{table} through foreign keys",
             "use FOR NO KEY UPDATE unless the statement changes a key column or deletes "
             "(then say changes_key: true)",
-            paths=(ev.path,),
-            branches=ev.branch,
-            locks=(ev.lock,),
+            (ev.lock,),
         )
 
 
@@ -338,23 +329,20 @@ paths:
     },
 )
 def skip_locked(ctx: Context) -> Iterable[Diagnostic]:
-    seen: set[tuple[str, int]] = set()
-    for ev in ctx.all_events:
-        if ev.option != "skip locked" or ctx.model.locks[ev.lock].queue:
-            continue
-        if (ev.path, ev.location.line) in seen:
-            continue
-        seen.add((ev.path, ev.location.line))
-        yield Diagnostic(
+    takes = (
+        ev
+        for ev in ctx.all_events
+        if ev.option == "skip locked" and not ctx.model.locks[ev.lock].queue
+    )
+    for ev in once_per_step(takes):
+        yield step_finding(
             "LD305",
             Severity.WARNING,
+            ev,
             f"path '{ev.path}' takes {ev.lock} with SKIP LOCKED, but the lock is not a queue",
-            ev.location,
             "declare queue: true on the lock if its rows are claimed as work items; otherwise "
             "wait for the rows (or use NOWAIT and retry)",
-            paths=(ev.path,),
-            branches=ev.branch,
-            locks=(ev.lock,),
+            (ev.lock,),
         )
 
 
@@ -417,26 +405,21 @@ paths:
     },
 )
 def memory_release(ctx: Context) -> Iterable[Diagnostic]:
-    seen: set[tuple[str, int]] = set()
-    for backend in ctx.backends:
-        for ev in ctx.events(backend):
-            if ev.kind != "release" or not ev.wrote:
-                continue
-            if ctx.lock_kind(ev.lock, backend) != "memory":
-                continue
-            if (ev.path, ev.location.line) in seen:
-                continue
-            seen.add((ev.path, ev.location.line))
-            yield Diagnostic(
-                "LD306",
-                Severity.ERROR,
-                f"path '{ev.path}' releases the in-memory lock {ev.lock} before its writes commit",
-                ev.location,
-                "move the commit before the release",
-                paths=(ev.path,),
-                branches=ev.branch,
-                locks=(ev.lock,),
-            )
+    early = (
+        ev
+        for backend in ctx.backends
+        for ev in ctx.events(backend)
+        if ev.kind == "release" and ev.wrote and ctx.lock_kind(ev.lock, backend) == "memory"
+    )
+    for ev in once_per_step(early):
+        yield step_finding(
+            "LD306",
+            Severity.ERROR,
+            ev,
+            f"path '{ev.path}' releases the in-memory lock {ev.lock} before its writes commit",
+            "move the commit before the release",
+            (ev.lock,),
+        )
 
 
 @rule(
@@ -477,20 +460,13 @@ paths:
     },
 )
 def left_open(ctx: Context) -> Iterable[Diagnostic]:
-    seen: set[tuple[str, int]] = set()
-    for ev in ctx.all_events:
-        if ev.kind != "leave_open" or not ev.held:
-            continue
-        if (ev.path, ev.location.line) in seen:
-            continue
-        seen.add((ev.path, ev.location.line))
-        yield Diagnostic(
+    returns = (ev for ev in ctx.all_events if ev.kind == "leave_open" and ev.held)
+    for ev in once_per_step(returns):
+        yield step_finding(
             "LD307",
             Severity.INFO,
+            ev,
             f"path '{ev.path}' returns with its transaction open, holding {_held_text(ev.held)}",
-            ev.location,
             "end the transaction before returning, or keep what runs after the return short",
-            paths=(ev.path,),
-            branches=ev.branch,
-            locks=tuple(sorted({h.lock for h in ev.held})),
+            tuple(sorted({h.lock for h in ev.held})),
         )
