@@ -369,3 +369,41 @@ def test_check_skips_rendering_only_when_nothing_changed(
     assert calls, "the changed input ran the renderer"
     locks.write_text(text, encoding="utf-8")
     assert sorted(p.relative_to(built) for p in built.rglob("*")) == before, "nothing written"
+
+
+@needs_dot
+@pytest.mark.parametrize("crash_after", [1, 2, 3])
+def test_a_killed_build_is_undone_to_the_previous_docs(built: Path, crash_after: int) -> None:
+    """SIGKILL in the middle of the renames: the journal lets the next run put every previous
+    file back, byte for byte, before it writes; check reports the interrupted build."""
+    from lockdocs.render.build import JOURNAL, recover
+
+    before = _snapshot(built)
+    locks = built / "locks.yaml"
+    locks.write_text(
+        locks.read_text(encoding="utf-8").replace("title: ", "title: Renamed "), encoding="utf-8"
+    )
+    killed = run_cli("build", "--root", str(built), env={"LOCKDOCS_CRASH_AFTER": str(crash_after)})
+    assert killed.code == -9, (killed.code, killed.err)
+    assert (built / JOURNAL).is_file()
+    check = run_cli("check", "--root", str(built))
+    assert check.code == 1 and "interrupted" in check.out
+    assert recover(built)
+    assert _snapshot(built) == before, "the previous docs, intact and complete"
+    assert not list((built / "docs").rglob("*.tmp"))
+    rebuilt = run_cli("build", "--root", str(built))
+    assert rebuilt.code == 0, rebuilt.err
+    assert run_cli("check", "--root", str(built)).code in (0, 1)
+    assert not (built / JOURNAL).exists()
+
+
+@needs_dot
+def test_the_next_build_recovers_and_writes(built: Path) -> None:
+    locks = built / "locks.yaml"
+    locks.write_text(
+        locks.read_text(encoding="utf-8").replace("title: ", "title: Renamed "), encoding="utf-8"
+    )
+    run_cli("build", "--root", str(built), env={"LOCKDOCS_CRASH_AFTER": "2"})
+    result = run_cli("build", "--root", str(built))
+    assert result.code == 0 and "restored the files an interrupted build" in result.err
+    assert "run: lockdocs build" not in run_cli("check", "--root", str(built)).out

@@ -279,6 +279,11 @@ def drift_diffs(model: m.Model, diagnostics: list[Diagnostic]) -> list[str]:
     for Markdown and DOT, a line for a file it would add or remove or an SVG whose stamp does
     not match its DOT. Needs no Graphviz."""
     root = Path(model.root)
+    if interrupted(root):
+        return [
+            f"lockdocs: a build was interrupted while it replaced files ({JOURNAL} is there); "
+            "lockdocs build restores the previous files, then writes\n"
+        ]
     if _unchanged_since_clean(root, model):
         return []
     from lockdocs.render.svg import dot_hash, svg_stamp
@@ -355,6 +360,71 @@ def _prune(folder: Path, stop: Path) -> None:
         folder = folder.parent
 
 
+JOURNAL = f"{DOCS}/.lockdocs-journal"
+
+
+def _entry(
+    root: Path, target: Path, backup: Path | None, tmp: Path | None
+) -> dict[str, str | None]:
+    def rel(p: Path | None) -> str | None:
+        return None if p is None else p.relative_to(root).as_posix()
+
+    return {"target": rel(target), "backup": rel(backup), "temp": rel(tmp)}
+
+
+def _write_journal(root: Path, entries: list[dict[str, str | None]]) -> None:
+    import json
+
+    target = root / JOURNAL
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _write_temp(target, json.dumps(entries, sort_keys=True).encode("utf-8")).replace(target)
+
+
+def _discard(root: Path, entries: list[dict[str, str | None]]) -> None:
+    for e in entries:
+        for key in ("backup", "temp"):
+            if e[key]:
+                (root / str(e[key])).unlink(missing_ok=True)
+
+
+def _crash_point(renamed: int) -> None:
+    """For the crash test only: LOCKDOCS_CRASH_AFTER=N kills the process after N renames."""
+    limit = os.environ.get("LOCKDOCS_CRASH_AFTER")
+    if limit and renamed >= int(limit):
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def interrupted(root: Path) -> bool:
+    """A build was killed while it replaced files (its journal is still there)."""
+    return (root / JOURNAL).is_file()
+
+
+def recover(root: Path) -> bool:
+    """Undo a build that did not finish: put back every file it replaced or removed and
+    delete what it added. Returns whether there was anything to undo."""
+    import json
+
+    journal = root / JOURNAL
+    try:
+        entries = json.loads(journal.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        journal.unlink(missing_ok=True)
+        return False
+    complete = all((root / e["backup"]).is_file() for e in entries if e.get("backup"))
+    if complete:  # the copies are all there: restore them
+        for e in entries:
+            target = root / e["target"]
+            if e.get("backup"):
+                (root / e["backup"]).replace(target)
+            elif e.get("temp"):
+                target.unlink(missing_ok=True)  # a file this build added
+    _discard(root, entries)  # otherwise the build had finished and was only tidying up
+    journal.unlink(missing_ok=True)
+    return complete
+
+
 def write_files(root: Path, files: dict[str, str]) -> tuple[list[str], list[str]]:
     """Write `files` (and the manifest) all or nothing; remove what the last build wrote and
     this one does not. Returns (written, removed) paths."""
@@ -385,25 +455,37 @@ def write_files(root: Path, files: dict[str, str]) -> tuple[list[str], list[str]
                 folder.rmdir()
         raise
 
-    backups: list[tuple[Path, bytes | None]] = []
+    # Undo journal: every file this build replaces or removes is first copied beside itself,
+    # and the list is written (atomically) before the first rename. A failure inside the
+    # process restores the copies at once; a killed process leaves the journal, and the next
+    # `lockdocs build` restores the previous files before it writes (`check` reports it).
+    docs = root / DOCS
+    entries: list[dict[str, str | None]] = []
     try:
         for target, tmp in temps:
-            old = target.read_bytes() if target.exists() else None
-            tmp.replace(target)
-            backups.append((target, old))
+            backup = _write_temp(target, target.read_bytes()) if target.exists() else None
+            entries.append(_entry(root, target, backup, tmp))
+        for rel in stale:
+            target = root / rel
+            entries.append(_entry(root, target, _write_temp(target, target.read_bytes()), None))
+        _write_journal(root, entries)
     except BaseException:
-        for target, old in reversed(backups):  # put the previous files back
-            if old is None:
-                target.unlink(missing_ok=True)
-            else:
-                _write_temp(target, old).replace(target)
+        _discard(root, entries)
         for _, tmp in temps:
             tmp.unlink(missing_ok=True)
         raise
-
-    docs = root / DOCS
+    try:
+        for n, (target, tmp) in enumerate(temps, start=1):
+            tmp.replace(target)
+            _crash_point(n)
+        for rel in stale:
+            (root / rel).unlink(missing_ok=True)
+    except BaseException:
+        recover(root)
+        raise
+    _discard(root, entries)  # the build is in place: drop the copies, then the journal
+    (root / JOURNAL).unlink(missing_ok=True)
     for rel in stale:
-        (root / rel).unlink(missing_ok=True)
         _prune((root / rel).parent, docs)
     return sorted(r for r in changed if r != MANIFEST), sorted(stale)
 
@@ -416,6 +498,8 @@ def build(root: Path, *, out: TextIO | None = None, err: TextIO | None = None) -
 
     out = out or sys.stdout
     err = err or sys.stderr
+    if recover(root):
+        err.write("lockdocs: restored the files an interrupted build had half replaced\n")
     model, diags = load(root)
     if model is None:
         err.write(REPORTERS["text"](diags, "the declarations are not valid; nothing written"))
