@@ -102,21 +102,10 @@ paths:
 """,
     },
     use_instead={
-        "locks.yaml": _rules("""\
-  rendezvous-first:
-    title: A materializing transaction takes the rendezvous first
-    first: {lock: rendezvous, when_writes: [materialization]}
-"""),
-        "paths/grants.yaml": """\
-group: Grants
-paths:
-  confer:
-    title: Confer a grant
-    transaction: materializing
-    steps:
-      - take: pool
-      - write: materialization
-""",
+        "paths/grants.yaml": (
+            "    transaction: plain\n",
+            "    transaction: materializing\n",
+        ),
     },
 )
 def first_lock(ctx: Context) -> Iterable[Diagnostic]:
@@ -193,21 +182,10 @@ paths:
 """,
     },
     use_instead={
-        "locks.yaml": _rules("""\
-  pool-before-head:
-    title: The lineage head is locked after the pool row
-    before: {first: pool, then: head}
-"""),
-        "paths/grants.yaml": """\
-group: Grants
-paths:
-  revoke:
-    title: Revoke
-    transaction: materializing
-    steps:
-      - take: pool
-      - take: head
-""",
+        "paths/grants.yaml": (
+            "      - take: head\n      - take: pool\n",
+            "      - take: pool\n      - take: head\n",
+        ),
     },
 )
 def before(ctx: Context) -> Iterable[Diagnostic]:
@@ -263,23 +241,10 @@ paths:
 """,
     },
     use_instead={
-        "locks.yaml": _rules("""\
-  pools-ascending:
-    title: Several pools are locked in ascending pool_id
-    sorted: {lock: pool}
-"""),
-        "paths/tiers.yaml": """\
-group: Tiers
-paths:
-  tier-add:
-    title: Add a tier
-    transaction: materializing
-    steps:
-      - loop: each provision
-        order: ascending pool_id
-        steps:
-          - take: pool
-""",
+        "paths/tiers.yaml": (
+            "        order: provision order\n",
+            "        order: ascending pool_id\n",
+        ),
     },
 )
 def sorted_instances(ctx: Context) -> Iterable[Diagnostic]:
@@ -326,11 +291,10 @@ def sorted_instances(ctx: Context) -> Iterable[Diagnostic]:
         ),
     },
     use_instead={
-        "locks.yaml": _rules("""\
-  xact-only:
-    title: Every advisory lock is transaction-scoped
-    scope: {kind: advisory, scope: transaction}
-"""),
+        "locks.yaml": (
+            "    scope: session\n",
+            "",
+        ),
     },
 )
 def scope(ctx: Context) -> Iterable[Diagnostic]:
@@ -387,21 +351,10 @@ paths:
 """,
     },
     use_instead={
-        "locks.yaml": _rules("""\
-  lock-order:
-    title: The written lock order
-    order: {levels: [[rendezvous], [pool], [head]]}
-"""),
-        "paths/grants.yaml": """\
-group: Grants
-paths:
-  revoke:
-    title: Revoke
-    transaction: materializing
-    steps:
-      - take: pool
-      - take: head
-""",
+        "paths/grants.yaml": (
+            "      - take: head\n      - take: pool\n",
+            "      - take: pool\n      - take: head\n",
+        ),
     },
 )
 def written_order(ctx: Context) -> Iterable[Diagnostic]:
@@ -453,11 +406,10 @@ def written_order(ctx: Context) -> Iterable[Diagnostic]:
 """),
     },
     use_instead={
-        "locks.yaml": _rules("""\
-  pool-before-head:
-    title: Pool before head
-    before: {first: pool, then: head}
-"""),
+        "locks.yaml": (
+            "  head-before-pool:\n    title: Head before pool\n    before: {first: head, then: pool}\n",
+            "",
+        ),
     },
 )
 def contradictions(ctx: Context) -> Iterable[Diagnostic]:
@@ -531,21 +483,10 @@ paths:
 """,
     },
     use_instead={
-        "locks.yaml": _rules("""\
-  pool-before-positions:
-    title: The pool row is locked before positions change
-    lock_before_write: {lock: pool, writes: [positions]}
-"""),
-        "paths/grants.yaml": """\
-group: Grants
-paths:
-  confer:
-    title: Confer
-    transaction: materializing
-    steps:
-      - take: pool
-      - write: positions
-""",
+        "paths/grants.yaml": (
+            "    steps:\n",
+            "    steps:\n      - take: pool\n",
+        ),
     },
 )
 def lock_before_write(ctx: Context) -> Iterable[Diagnostic]:

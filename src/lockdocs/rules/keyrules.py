@@ -48,16 +48,12 @@ def _key_loc(lock: Lock) -> object:
     modes: {exclusive: reconcile}
 """,
     ),
-    use_instead=_locks(
-        "",
-        """\
-  invoice:
-    title: Invoice
-    kind: advisory
-    key: {hashtextextended: {prefix: "invoice:", parts: [invoice id]}}
-    modes: {exclusive: reconcile}
-""",
-    ),
+    use_instead={
+        "locks.yaml": (
+            "    key: {hashtextextended: {parts: [invoice id]}}\n",
+            '    key: {hashtextextended: {prefix: "invoice:", parts: [invoice id]}}\n',
+        ),
+    },
 )
 def no_prefix(ctx: Context) -> Iterable[Diagnostic]:
     for lock, key in _advisory(ctx):
@@ -99,21 +95,12 @@ def no_prefix(ctx: Context) -> Iterable[Diagnostic]:
     modes: {exclusive: writes}
 """,
     ),
-    use_instead=_locks(
-        "",
-        """\
-  user:
-    title: User
-    kind: advisory
-    key: {hashtextextended: {prefix: "user:", parts: [user id]}}
-    modes: {exclusive: writes}
-  admin:
-    title: Admin
-    kind: advisory
-    key: {hashtextextended: {prefix: "admin:", parts: [admin id]}}
-    modes: {exclusive: writes}
-""",
-    ),
+    use_instead={
+        "locks.yaml": (
+            '    key: {hashtextextended: {prefix: "user:admin:", parts: [admin id]}}\n',
+            '    key: {hashtextextended: {prefix: "admin:", parts: [admin id]}}\n',
+        ),
+    },
 )
 def prefix_free(ctx: Context) -> Iterable[Diagnostic]:
     fams = sorted(
@@ -172,16 +159,12 @@ def collision_odds(n: int, bits: int) -> float:
     modes: {exclusive: reconcile}
 """,
     ),
-    use_instead=_locks(
-        "",
-        """\
-  subscription:
-    title: Subscription
-    kind: advisory
-    key: {hashtextextended: {prefix: "subscription:", parts: [subscription id]}}
-    modes: {exclusive: reconcile}
-""",
-    ),
+    use_instead={
+        "locks.yaml": (
+            '    key: {hashtext: {prefix: "subscription:", parts: [subscription id], cardinality: 50000}}\n',
+            '    key: {hashtextextended: {prefix: "subscription:", parts: [subscription id]}}\n',
+        ),
+    },
 )
 def hashtext_32(ctx: Context) -> Iterable[Diagnostic]:
     for lock, key in _advisory(ctx):
@@ -330,21 +313,12 @@ def _s32(v: int) -> int:
     modes: {exclusive: writes}
 """,
     ),
-    use_instead=_locks(
-        "",
-        """\
-  order:
-    title: Order
-    kind: advisory
-    key: {int4pair: {first: 1, second: {parts: [order id]}}}
-    modes: {exclusive: writes}
-  invoice:
-    title: Invoice
-    kind: advisory
-    key: {int4pair: {first: 2, second: {parts: [invoice id]}}}
-    modes: {exclusive: writes}
-""",
-    ),
+    use_instead={
+        "locks.yaml": (
+            "    key: {int4pair: {first: 1, second: {parts: [invoice id]}}}\n",
+            "    key: {int4pair: {first: 2, second: {parts: [invoice id]}}}\n",
+        ),
+    },
 )
 def pair_namespaces(ctx: Context) -> Iterable[Diagnostic]:
     seen: dict[int, Lock] = {}

@@ -129,21 +129,10 @@ paths:
 """,
     },
     use_instead={
-        "locks.yaml": _TWO_ROWS,
-        "paths/money.yaml": """\
-group: Money
-paths:
-  post:
-    title: Post an entry
-    steps:
-      - take: account
-      - take: ledger
-  close:
-    title: Close a ledger
-    steps:
-      - take: account
-      - take: ledger
-""",
+        "paths/money.yaml": (
+            "      - take: ledger\n      - take: account\n",
+            "      - take: account\n      - take: ledger\n",
+        ),
     },
 )
 def check_cycles(ctx: Context) -> Iterable[Diagnostic]:
@@ -296,25 +285,10 @@ paths:
 """,
     },
     use_instead={
-        "locks.yaml": """\
-lockdocs: 1
-page: {title: Locks}
-locks:
-  catalog:
-    title: Catalog
-    kind: advisory
-    key: {hashtextextended: {text: catalog}}
-    modes: {shared: readers, exclusive: the publisher}
-""",
-        "paths/catalog.yaml": """\
-group: Catalog
-paths:
-  publish:
-    title: Publish
-    steps:
-      - take: catalog
-        mode: exclusive
-""",
+        "paths/catalog.yaml": (
+            "        mode: shared\n      - take: catalog\n",
+            "",
+        ),
     },
 )
 def check_upgrades(ctx: Context) -> Iterable[Diagnostic]:

@@ -60,16 +60,10 @@ paths:
 """,
     },
     use_instead={
-        "locks.yaml": _ROW,
-        "paths/orders.yaml": """\
-group: Orders
-paths:
-  ship:
-    title: Ship an order
-    transaction: bounded
-    steps:
-      - take: order
-""",
+        "paths/orders.yaml": (
+            "    transaction: plain\n",
+            "    transaction: bounded\n",
+        ),
     },
 )
 def no_timeout(ctx: Context) -> Iterable[Diagnostic]:
@@ -130,18 +124,10 @@ paths:
 """,
     },
     use_instead={
-        "locks.yaml": _ROW,
-        "paths/orders.yaml": """\
-group: Orders
-paths:
-  ship:
-    title: Ship an order
-    transaction: bounded
-    steps:
-      - take: order
-      - commit
-      - external: "carrier API: book a pickup"
-""",
+        "paths/orders.yaml": (
+            "      - take: order\n",
+            "      - take: order\n      - commit\n",
+        ),
     },
 )
 def external_under_lock(ctx: Context) -> Iterable[Diagnostic]:
@@ -183,16 +169,10 @@ locks:
 """,
     },
     use_instead={
-        "locks.yaml": """\
-lockdocs: 1
-page: {title: Locks}
-locks:
-  init:
-    title: Server initialization
-    kind: advisory
-    key: {hashtextextended: {text: server_init}}
-    modes: {exclusive: each replica at start-up}
-""",
+        "locks.yaml": (
+            "    scope: session\n",
+            "",
+        ),
     },
 )
 def session_advisory(ctx: Context) -> Iterable[Diagnostic]:
@@ -245,25 +225,10 @@ paths:
 """,
     },
     use_instead={
-        "locks.yaml": """\
-lockdocs: 1
-page: {title: Locks}
-locks:
-  instance:
-    title: Instance row
-    kind: row
-    table: app.instances
-    referenced_by_foreign_keys: true
-    modes: {for no key update: processing}
-""",
-        "paths/instances.yaml": """\
-group: Instances
-paths:
-  process:
-    title: Process an instance
-    steps:
-      - take: instance
-""",
+        "locks.yaml": (
+            "    modes: {for update: processing}\n",
+            "    modes: {for no key update: processing}\n",
+        ),
     },
 )
 def for_update_referenced(ctx: Context) -> Iterable[Diagnostic]:
@@ -312,20 +277,14 @@ paths:
 """,
     },
     use_instead={
-        "locks.yaml": _ROW.replace(
-            "    modes: {for no key update: writers}",
-            "    queue: true\n    modes: {for no key update: writers}",
+        "locks.yaml": (
+            "    table: app.orders\n",
+            "    table: app.orders\n    queue: true\n",
         ),
-        "paths/orders.yaml": """\
-group: Orders
-paths:
-  audit:
-    title: Claim orders to ship
-    transaction: bounded
-    steps:
-      - take: order
-        option: skip locked
-""",
+        "paths/orders.yaml": (
+            "    title: Audit open orders\n",
+            "    title: Claim orders to ship\n",
+        ),
     },
 )
 def skip_locked(ctx: Context) -> Iterable[Diagnostic]:
@@ -382,26 +341,10 @@ paths:
 """,
     },
     use_instead={
-        "locks.yaml": """\
-lockdocs: 1
-page: {title: Locks}
-locks:
-  fleet:
-    title: Fleet lockset
-    kind: memory
-    modes: {exclusive: processing}
-""",
-        "paths/fleets.yaml": """\
-group: Fleets
-paths:
-  process:
-    title: Process a fleet
-    steps:
-      - take: fleet
-      - write: fleet status
-      - commit
-      - release: fleet
-""",
+        "paths/fleets.yaml": (
+            "      - release: fleet\n      - commit\n",
+            "      - commit\n      - release: fleet\n",
+        ),
     },
 )
 def memory_release(ctx: Context) -> Iterable[Diagnostic]:
@@ -446,17 +389,10 @@ paths:
 """,
     },
     use_instead={
-        "locks.yaml": _ROW,
-        "paths/orders.yaml": """\
-group: Orders
-paths:
-  sync:
-    title: Sync an order
-    transaction: bounded
-    steps:
-      - take: order
-      - rollback
-""",
+        "paths/orders.yaml": (
+            "      - leave_open: the caller rolls back after rendering\n",
+            "      - rollback\n",
+        ),
     },
 )
 def left_open(ctx: Context) -> Iterable[Diagnostic]:

@@ -7,7 +7,7 @@ is generated and every Example is run by the tests to prove it triggers its rule
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -64,15 +64,35 @@ def rule(
     what: str,
     why: str,
     example: dict[str, str] | None = None,
-    use_instead: dict[str, str] | None = None,
+    use_instead: Mapping[str, str | tuple[str, str]] | None = None,
 ) -> Callable[[Check], Check]:
+    """Register a check. `use_instead` may give a file as (old, new): the example's file with
+    that one edit, so the docs' fix reads as the change it is."""
+    fixed = fixed_example(example or {}, use_instead or {})
+
     def deco(fn: Check) -> Check:
-        register(
-            RuleInfo(code, name, severity, summary, what, why, example or {}, use_instead or {}, fn)
-        )
+        register(RuleInfo(code, name, severity, summary, what, why, example or {}, fixed, fn))
         return fn
 
     return deco
+
+
+def fixed_example(
+    example: dict[str, str], edits: Mapping[str, str | tuple[str, str]]
+) -> dict[str, str]:
+    """The example's files, with the files in `edits` replaced or edited."""
+    if not edits:
+        return {}
+    out = dict(example)
+    for name, edit in edits.items():
+        if isinstance(edit, tuple):
+            old, new = edit
+            if old not in example[name]:  # pragma: no cover - a programming error
+                raise ValueError(f"{old!r} is not in the example's {name}")
+            out[name] = example[name].replace(old, new, 1)
+        else:
+            out[name] = edit
+    return out
 
 
 def load_all() -> dict[str, RuleInfo]:
