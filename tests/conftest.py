@@ -80,3 +80,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.fixture
 def update_golden(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-golden"))
+
+
+def lockdocs_process(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The real CLI in `cwd`, as a CompletedProcess (for tests that read returncode/stdout)."""
+    env = {k: v for k, v in os.environ.items() if k != "LOCKDOCS_DEBUG"}
+    return subprocess.run(
+        [sys.executable, "-m", "lockdocs", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )

@@ -18,21 +18,13 @@ from typing import Any
 
 import pytest
 
+from conftest import lockdocs_process
+
 FIXTURES = Path(__file__).parent / "fixtures" / "diff"
 CASES = sorted(p.name for p in FIXTURES.iterdir() if (p / "base").is_dir())
 
 
-def lockdocs(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "LOCKDOCS_DEBUG"}
-    return subprocess.run(
-        [sys.executable, "-m", "lockdocs", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
+lockdocs = lockdocs_process
 
 
 def diff_json(case: str, *extra: str) -> dict[str, Any]:

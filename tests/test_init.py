@@ -4,12 +4,11 @@ and never a file written over an existing one."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from conftest import lockdocs_process
 
 DECLARATIONS = [
     "locks.yaml",
@@ -19,17 +18,7 @@ DECLARATIONS = [
 ]
 
 
-def lockdocs(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "LOCKDOCS_DEBUG"}
-    return subprocess.run(
-        [sys.executable, "-m", "lockdocs", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
+lockdocs = lockdocs_process
 
 
 def files_under(root: Path) -> dict[str, bytes]:

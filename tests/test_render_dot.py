@@ -18,6 +18,7 @@ from lockdocs.diagnostics import Diagnostic, Location, Severity
 from lockdocs.render import edges as edges_mod
 from lockdocs.render.dot import RED, group_dot, lock_order_dot
 from lockdocs.render.view import build_page
+from lockdocs.rules.registry import load_all
 
 FIXTURE = Path(__file__).parent / "fixtures" / "render_project"
 
@@ -36,20 +37,7 @@ locks:
     table: app.ledgers
     modes: {for update: writers}
 """
-CYCLE_PATHS = """\
-group: Money
-paths:
-  post:
-    title: Post an entry
-    steps:
-      - take: account
-      - take: ledger
-  close:
-    title: Close a ledger
-    steps:
-      - take: ledger
-      - take: account
-"""
+CYCLE_PATHS = load_all()["LD201"].example["paths/money.yaml"]  # the rule's own cycle
 
 
 def _model(root: Path) -> m.Model:

@@ -61,10 +61,8 @@ def check(root: Path, *, drift: bool = True) -> CheckResult:
         return CheckResult(found, model, bad_input=True)
     result = CheckResult(sort_diagnostics(diags + found), model)
     if drift:
-        try:
-            from lockdocs.render.build import RenderError, drift_diffs, output_diagnostics
-        except ImportError:  # rendering not installed in this build
-            return result
+        from lockdocs.render.build import RenderError, drift_diffs, output_diagnostics
+
         # A page.output outside docs/ or a broken project template is bad input, not drift.
         bad = output_diagnostics(model)
         if not bad:

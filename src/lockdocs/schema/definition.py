@@ -471,8 +471,7 @@ def _step_schema() -> dict[str, Any]:
         {"release": _s("A lock id."), "via": VIA, "note": _s("A note.")},
         ["release"],
     )
-    only = _s("Only on this backend (e.g. sqlite); the step is skipped on the others.")
-    for shape in (
+    others = [
         loop,
         branches,
         run,
@@ -484,24 +483,16 @@ def _step_schema() -> dict[str, Any]:
         rollback,
         leave_open,
         release,
-    ):
+    ]
+    only = _s("Only on this backend (e.g. sqlite); the step is skipped on the others.")
+    for shape in others:  # take declares its own backend
         shape["properties"]["backend"] = only
     return {
         "description": "One step of a path: a mapping named by its first key, or commit / rollback.",
         "oneOf": [
             {"enum": ["commit", "rollback"], "description": "End the transaction."},
             take,
-            loop,
-            branches,
-            run,
-            call,
-            external,
-            write,
-            begin,
-            commit,
-            rollback,
-            leave_open,
-            release,
+            *others,
         ],
     }
 
