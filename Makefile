@@ -7,11 +7,15 @@ export NO_MKDOCS_2_WARNING := 1
 
 .PHONY: setup check test system-deps fuzz bench
 
-# Debian packages the tests and the site need: graphviz (dot) and chromium (browser test).
+# Debian packages the tests and the site need: graphviz (dot), chromium (browser test) and
+# postgresql (the server that replay and the ground-truth tests run on; its binaries are found
+# through pg_config --bindir or /usr/lib/postgresql/*/bin, as lockdocs.postgres.server does).
 system-deps:
 	@missing=""; \
 	command -v dot >/dev/null 2>&1 || missing="$$missing graphviz"; \
 	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
+	{ [ -x "$$(pg_config --bindir 2>/dev/null)/initdb" ] || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; } \
+	  || missing="$$missing postgresql"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	  else echo "please install:$$missing (Debian: sudo apt-get install$$missing)"; exit 1; fi; \

@@ -1,4 +1,13 @@
-"""Shared test helpers: run the real CLI in a subprocess, write small projects to disk."""
+"""Shared test helpers: run the real CLI in a subprocess, write small projects to disk, and a
+throwaway PostgreSQL server for the tests that need the real thing.
+
+The server fixtures: `pg_server` (session-scoped) starts one private cluster for the whole run
+(lockdocs.postgres.server.throwaway_server: a Unix socket in a temp folder, removed at the end)
+and yields its `Server` (`.dsn`, `.connect()`, `.log_path(fmt)`); `pg_database` gives each test
+a fresh database of its own on it and yields its DSN. Without PostgreSQL's binaries the tests
+that use them are skipped with the reason; with LOCKDOCS_REQUIRE_POSTGRES=1 (.ci/run sets it)
+that is a failure instead, so CI can never pass them silently.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +15,15 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from lockdocs.postgres.server import Server
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -94,3 +106,35 @@ def lockdocs_process(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         timeout=120,
         check=False,
     )
+
+
+def _no_postgres(reason: str) -> None:
+    if os.environ.get("LOCKDOCS_REQUIRE_POSTGRES") == "1":
+        pytest.fail(f"LOCKDOCS_REQUIRE_POSTGRES=1 and {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[Server]:
+    """One throwaway PostgreSQL cluster for the whole test session."""
+    from lockdocs.postgres.server import ServerUnavailable, throwaway_server
+
+    try:
+        ctx = throwaway_server()
+        server = ctx.__enter__()
+    except ServerUnavailable as exc:
+        _no_postgres(f"no PostgreSQL server can run here: {exc}")
+        raise AssertionError("unreachable") from None
+    try:
+        yield server
+    finally:
+        ctx.__exit__(None, None, None)
+
+
+@pytest.fixture
+def pg_database(pg_server: Server) -> Iterator[str]:
+    """A fresh database on the session's server, dropped after the test; yields its DSN."""
+    from lockdocs.postgres.server import scratch_database
+
+    with scratch_database(pg_server.dsn, prefix="lockdocs_test") as dsn:
+        yield dsn
