@@ -25,13 +25,21 @@ BROKEN = {"locks.yaml": "lockdocs: 1\npage: {title: X}\nlocks:\n  a: {title: A, 
         ["check", "--root", "{broken}"],
         ["validate", "--root", "{broken}", "-f", "json"],
         ["check", "--root", "{empty}"],
+        ["check", "--root", "{drifted}"],
+        ["check", "--diff", "--no-svg", "--root", "{drifted}"],
+        ["check", "-f", "json", "--diff", "--root", "{drifted}"],
     ],
 )
 def test_fast_and_typer_routes_agree(tmp_path: Path, args: list[str]) -> None:
     broken = write_project(tmp_path / "broken", BROKEN)
     empty = tmp_path / "empty"
     empty.mkdir()
-    args = [a.format(broken=broken, empty=empty) for a in args]
+    drifted = tmp_path / "drifted"
+    if any("{drifted}" in a for a in args):
+        assert run_cli("init", str(drifted)).code == 0
+        locks = drifted / "locks.yaml"
+        locks.write_text(locks.read_text(encoding="utf-8").replace("Account row", "Account"))
+    args = [a.format(broken=broken, empty=empty, drifted=drifted) for a in args]
     if "--root" not in args:
         args = [*args, "--root", str(REPO)]
     assert _fast(args) is not None, "this spelling takes the fast route"
@@ -47,6 +55,8 @@ def test_fast_and_typer_routes_agree(tmp_path: Path, args: list[str]) -> None:
         ["check", "--format", "yaml"],
         ["check", "--frobnicate"],
         ["validate", "--no-drift"],
+        ["validate", "--diff"],
+        ["check", "--diff", "--diff"],
         ["check", "--root"],
         ["build"],
         [],

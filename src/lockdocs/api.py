@@ -13,14 +13,16 @@ from lockdocs.diagnostics import Diagnostic, Severity, sort_diagnostics
 class CheckResult:
     diagnostics: list[Diagnostic]
     model: m.Model | None
-    drift: list[str] = field(default_factory=list)  # unified diffs, one per file
+    # The drift findings (LD602-LD605), also in `diagnostics`: one per generated file that
+    # `lockdocs build` would change.
+    drift: list[Diagnostic] = field(default_factory=list)
     bad_input: bool = False
 
     @property
     def exit_code(self) -> int:
         if self.bad_input:
             return 2
-        if any(d.blocking for d in self.diagnostics) or self.drift:
+        if any(d.blocking for d in self.diagnostics):
             return 1
         return 0
 
@@ -52,7 +54,9 @@ def analyse(model: m.Model) -> list[Diagnostic]:
     return sort_diagnostics(diags + found)
 
 
-def check(root: Path, *, drift: bool = True) -> CheckResult:
+def check(root: Path, *, drift: bool = True, svg: bool = True) -> CheckResult:
+    """Load, analyse and (with `drift`) compare the committed docs; `svg` False compares only
+    the Markdown and the DOT (a project built with --no-svg)."""
     model, diags = load(root)
     if model is None:
         return CheckResult(diags, None, bad_input=True)
@@ -61,15 +65,21 @@ def check(root: Path, *, drift: bool = True) -> CheckResult:
         return CheckResult(found, model, bad_input=True)
     result = CheckResult(sort_diagnostics(diags + found), model)
     if drift:
-        from lockdocs.render.build import RenderError, drift_diffs, output_diagnostics
+        from lockdocs.config import apply_overrides, severity_overrides
+        from lockdocs.render.build import RenderError, output_diagnostics
+        from lockdocs.render.drift import drift_diagnostics
 
         # A page.output outside docs/ or a broken project template is bad input, not drift.
         bad = output_diagnostics(model)
         if not bad:
             try:
-                result.drift = drift_diffs(model, result.diagnostics)
+                found_drift = drift_diagnostics(model, result.diagnostics, svg=svg)
             except RenderError as exc:
                 bad = exc.diagnostics
         if bad:
             return CheckResult(sort_diagnostics(result.diagnostics + bad), model, bad_input=True)
+        if found_drift:
+            overrides, _ = severity_overrides(root, model.checks)
+            result.drift = apply_overrides(found_drift, overrides)
+            result.diagnostics = sort_diagnostics(result.diagnostics + result.drift)
     return result

@@ -61,9 +61,21 @@ def check(
     no_drift: Annotated[
         bool, typer.Option("--no-drift", help="Skip the generated-docs comparison.")
     ] = False,
+    show_diff: Annotated[
+        bool,
+        typer.Option("--diff", help="Print the unified diff of each generated file that differs."),
+    ] = False,
+    no_svg: Annotated[
+        bool,
+        typer.Option(
+            "--no-svg", help="Compare the Markdown and DOT only (for docs built with --no-svg)."
+        ),
+    ] = False,
 ) -> None:
     """Check the declarations: keys, lock order, rules, exceptions, and drift of the docs."""
-    raise typer.Exit(commands.check(root, fmt, drift=not no_drift))
+    raise typer.Exit(
+        commands.check(root, fmt, drift=not no_drift, show_diff=show_diff, svg=not no_svg)
+    )
 
 
 @app.command()
@@ -222,9 +234,19 @@ def main() -> None:
 
 
 @app.command()
-def build(root: RootOpt = None) -> None:
+def build(
+    root: RootOpt = None,
+    no_svg: Annotated[
+        bool,
+        typer.Option(
+            "--no-svg",
+            help="Write the page and its DOT files only (no Graphviz needed); check them with "
+            "lockdocs check --no-svg.",
+        ),
+    ] = False,
+) -> None:
     """Write the lock page, its DOT diagrams and their SVGs under docs/, all or nothing."""
     from lockdocs.render.build import build as run_build
 
     base = _root(root)
-    raise typer.Exit(run_build(base))
+    raise typer.Exit(run_build(base, svg=not no_svg))

@@ -62,7 +62,12 @@ def summary(diags: list[Diagnostic]) -> str:
         f"{counts.get(s, 0)} {s}{'s' if counts.get(s, 0) != 1 and s != 'info' else ''}"
         for s in ("error", "warning", "info")
     ]
-    return ", ".join(parts) + f", {waived} waived"
+    line = ", ".join(parts) + f", {waived} waived"
+    drifted = sum(1 for d in diags if "drift" in d.extra and not d.waived_by)
+    if drifted:
+        files = "generated file differs" if drifted == 1 else "generated files differ"
+        line += f"; {drifted} {files}: run lockdocs build"
+    return line
 
 
 def validate(root: Path | None, fmt: Format) -> int:
@@ -86,19 +91,42 @@ def validate(root: Path | None, fmt: Format) -> int:
     return 0
 
 
-def check(root: Path | None, fmt: Format, drift: bool) -> int:
+def check(
+    root: Path | None, fmt: Format, drift: bool, *, show_diff: bool = False, svg: bool = True
+) -> int:
+    """`lockdocs check`: findings and drift (one finding per generated file that differs).
+
+    `show_diff` prints the unified diff of each drifted file (to stdout in text, else to
+    stderr, so stdout stays valid for the format) and keeps it in the JSON.
+    """
     from lockdocs.api import check as run_check
 
     try:
         base = resolve_root(root)
     except NoRoot:
         return 2
-    result = run_check(base, drift=drift)
-    text = "the declarations are not valid" if result.bad_input else summary(result.diagnostics)
-    emit(result.diagnostics, fmt, text if fmt in (Format.text, Format.json) else "")
+    result = run_check(base, drift=drift, svg=svg)
+    diags = result.diagnostics
     if result.drift:
-        out = sys.stdout if fmt is Format.text else sys.stderr
-        for diff in result.drift:
-            out.write(diff)
-        out.write("the generated docs differ from the declarations; run: lockdocs build\n")
+        if show_diff:
+            out = sys.stdout if fmt is Format.text else sys.stderr
+            out.write("".join(_diff_of(d) for d in result.drift))
+        else:
+            diags = [_without_diff(d) for d in diags]
+    text = "the declarations are not valid" if result.bad_input else summary(diags)
+    emit(diags, fmt, text if fmt in (Format.text, Format.json) else "")
     return result.exit_code
+
+
+def _diff_of(d: Diagnostic) -> str:
+    data = d.extra.get("drift")
+    return str(data.get("diff", "")) if isinstance(data, dict) else ""
+
+
+def _without_diff(d: Diagnostic) -> Diagnostic:
+    from dataclasses import replace
+
+    data = d.extra.get("drift")
+    if not isinstance(data, dict) or "diff" not in data:
+        return d
+    return replace(d, extra={**d.extra, "drift": {k: v for k, v in data.items() if k != "diff"}})

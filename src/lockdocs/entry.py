@@ -12,15 +12,29 @@ import gc
 import os
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 _FORMATS = ("text", "json", "github", "sarif")
 
 
-def _fast(argv: list[str]) -> tuple[str, Path | None, str, bool] | None:
-    """(command, root, format, drift) for the spellings handled here, else None."""
+class _Plan(NamedTuple):
+    command: str
+    root: Path | None
+    fmt: str
+    drift: bool = True
+    show_diff: bool = False
+    svg: bool = True
+
+
+_CHECK_FLAGS = {"--no-drift": "drift", "--diff": "show_diff", "--no-svg": "svg"}
+
+
+def _fast(argv: list[str]) -> _Plan | None:
+    """What to run for the spellings handled here, else None."""
     if not argv or argv[0] not in ("check", "validate"):
         return None
-    command, root, fmt, drift = argv[0], None, "text", True
+    command, root, fmt = argv[0], None, "text"
+    flags: dict[str, bool] = {}
     i = 1
     while i < len(argv):
         tok = argv[i]
@@ -40,12 +54,12 @@ def _fast(argv: list[str]) -> tuple[str, Path | None, str, bool] | None:
             if value not in _FORMATS:
                 return None
             fmt = value
-        elif tok == "--no-drift" and command == "check":
-            drift = False
+        elif tok in _CHECK_FLAGS and command == "check" and _CHECK_FLAGS[tok] not in flags:
+            flags[_CHECK_FLAGS[tok]] = tok == "--diff"
         else:
             return None
         i += 1
-    return command, root, fmt, drift
+    return _Plan(command, root, fmt, **flags)
 
 
 def main() -> None:
@@ -63,10 +77,12 @@ def main() -> None:
             return
         from lockdocs import commands
 
-        command, root, fmt, drift = plan
-        if command == "check":
-            sys.exit(commands.check(root, commands.Format(fmt), drift))
-        sys.exit(commands.validate(root, commands.Format(fmt)))
+        fmt = commands.Format(plan.fmt)
+        if plan.command == "check":
+            sys.exit(
+                commands.check(plan.root, fmt, plan.drift, show_diff=plan.show_diff, svg=plan.svg)
+            )
+        sys.exit(commands.validate(plan.root, fmt))
     except SystemExit:
         raise
     except KeyboardInterrupt:

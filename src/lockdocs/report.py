@@ -44,9 +44,16 @@ def diagnostic_json(d: Diagnostic) -> dict[str, Any]:
 
 
 def _json(diags: list[Diagnostic], summary: str) -> str:
+    drift = [d.extra["drift"] for d in diags if isinstance(d.extra.get("drift"), dict)]
     return (
         json.dumps(
-            {"diagnostics": [diagnostic_json(d) for d in diags], "summary": summary},
+            {
+                "diagnostics": [diagnostic_json(d) for d in diags],
+                # The generated files `lockdocs build` would change, with the sections each
+                # change touches (and, with --diff, the unified diff).
+                "drift": {"files": drift, "fix": "lockdocs build" if drift else None},
+                "summary": summary,
+            },
             indent=2,
             sort_keys=True,
             ensure_ascii=False,

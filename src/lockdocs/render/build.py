@@ -1,16 +1,15 @@
-"""Outputs in memory, the atomic build that writes them, and the drift check that compares them.
+"""Outputs in memory and the atomic build that writes them.
 
 `render_outputs` is pure (model + findings -> {path: text}, Markdown and DOT only). `build` adds
 an SVG per DOT and writes every changed file through a temporary file in the same folder and
 `os.replace`, the manifest last, so an interrupted build leaves the previous files in place and
-complete; files a previous build wrote and this one does not are then removed. `drift_diffs`
-regenerates in memory and compares text exactly, and SVGs only by their DOT stamp.
+complete; files a previous build wrote and this one does not are then removed. `drift.py`
+compares the same outputs with the committed files.
 """
 
 from __future__ import annotations
 
 import contextlib
-import difflib
 import hashlib
 import os
 import sys
@@ -198,15 +197,18 @@ def _outputs_now(root: Path) -> dict[str, str] | None:
     return out
 
 
-def remember_clean(root: Path, model: m.Model) -> None:
-    """Record that the outputs on disk match these inputs (best effort, never fails)."""
+def remember_clean(root: Path, model: m.Model, *, svg: bool = True) -> None:
+    """Record that the outputs on disk match these inputs (best effort, never fails); `svg`
+    says whether the SVGs were part of the comparison."""
     import json
 
     target = _cache_file(root)
     outputs = _outputs_now(root)
     if target is None or outputs is None:
         return
-    record = json.dumps({"inputs": inputs_digest(model), "outputs": outputs}, sort_keys=True)
+    record = json.dumps(
+        {"inputs": inputs_digest(model), "outputs": outputs, "svg": svg}, sort_keys=True
+    )
     with contextlib.suppress(OSError):
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
@@ -214,7 +216,7 @@ def remember_clean(root: Path, model: m.Model) -> None:
         tmp.replace(target)
 
 
-def _unchanged_since_clean(root: Path, model: m.Model) -> bool:
+def _unchanged_since_clean(root: Path, model: m.Model, *, svg: bool = True) -> bool:
     import json
 
     target = _cache_file(root)
@@ -226,6 +228,7 @@ def _unchanged_since_clean(root: Path, model: m.Model) -> bool:
         return False
     return (
         isinstance(seen, dict)
+        and seen.get("svg", True) == svg
         and seen.get("inputs") == inputs_digest(model)
         and seen.get("outputs") == _outputs_now(root)
     )
@@ -251,73 +254,6 @@ def _read(path: Path) -> str | None:
         return path.read_bytes().decode("utf-8", "replace")
     except OSError:
         return None
-
-
-# --- drift -------------------------------------------------------------------------------------
-
-
-def _unified(rel: str, old: str, new: str) -> str:
-    """A unified diff with a/ and b/ headers, marking a missing final newline."""
-    lines = list(
-        difflib.unified_diff(
-            old.splitlines(keepends=True),
-            new.splitlines(keepends=True),
-            fromfile=f"a/{rel}",
-            tofile=f"b/{rel}",
-        )
-    )
-    out = []
-    for line in lines:
-        if not line.endswith("\n"):
-            line += "\n\\ No newline at end of file\n"
-        out.append(line)
-    return "".join(out)
-
-
-def drift_diffs(model: m.Model, diagnostics: list[Diagnostic]) -> list[str]:
-    """What `lockdocs build` would change, one entry per file, sorted by path: a unified diff
-    for Markdown and DOT, a line for a file it would add or remove or an SVG whose stamp does
-    not match its DOT. Needs no Graphviz."""
-    root = Path(model.root)
-    if interrupted(root):
-        return [
-            f"lockdocs: a build was interrupted while it replaced files ({JOURNAL} is there); "
-            "lockdocs build restores the previous files, then writes\n"
-        ]
-    if _unchanged_since_clean(root, model):
-        return []
-    from lockdocs.render.svg import dot_hash, svg_stamp
-
-    files = render_outputs(model, diagnostics)
-    found: dict[str, str] = {}
-    expected = set(files)
-    for rel, new in files.items():
-        old = _read(root / rel)
-        if old is None:
-            found[rel] = f"lockdocs: {rel} is missing; build would add it\n"
-        elif old != new:
-            found[rel] = _unified(rel, old, new)
-        if rel.endswith(".dot"):
-            svg_rel = _svg_path(rel)
-            expected.add(svg_rel)
-            svg = _read(root / svg_rel)
-            if svg is None:
-                found[svg_rel] = f"lockdocs: {svg_rel} is missing; build would add it\n"
-            elif svg_stamp(svg) != dot_hash(new):
-                found[svg_rel] = (
-                    f"lockdocs: {svg_rel} was not drawn from the current {PurePosixPath(rel).name}"
-                    " (its lockdocs-dot-sha256 stamp differs); build would redraw it\n"
-                )
-    for rel in read_manifest(root):
-        if rel not in expected and (root / rel).is_file():
-            found[rel] = f"lockdocs: {rel} is no longer generated; build would remove it\n"
-    if _read(root / MANIFEST) != _manifest_text(sorted(expected)) and not found:
-        found[MANIFEST] = (
-            f"lockdocs: {MANIFEST} does not list the generated files; build would rewrite it\n"
-        )
-    if not found:
-        remember_clean(root, model)
-    return [found[k] for k in sorted(found)]
 
 
 # --- the atomic build --------------------------------------------------------------------------
@@ -490,8 +426,13 @@ def write_files(root: Path, files: dict[str, str]) -> tuple[list[str], list[str]
     return sorted(r for r in changed if r != MANIFEST), sorted(stale)
 
 
-def build(root: Path, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    """`lockdocs build`: 0 written, 2 bad input (nothing written), 3 Graphviz failed."""
+def build(
+    root: Path, *, out: TextIO | None = None, err: TextIO | None = None, svg: bool = True
+) -> int:
+    """`lockdocs build`: 0 written, 2 bad input (nothing written), 3 Graphviz failed.
+
+    `svg` False writes the Markdown and the DOT only (no Graphviz needed); the page's images
+    then have no file until a build with SVGs runs (check with --no-svg compares DOT only)."""
     from lockdocs.api import analyse, load
     from lockdocs.render.svg import GraphvizError, render_svg
     from lockdocs.report import REPORTERS
@@ -515,13 +456,13 @@ def build(root: Path, *, out: TextIO | None = None, err: TextIO | None = None) -
         err.write(REPORTERS["text"](exc.diagnostics, "cannot render the docs; nothing written"))
         return 2
     try:
-        for rel in [r for r in files if r.endswith(".dot")]:
+        for rel in [r for r in files if r.endswith(".dot") and svg]:
             files[_svg_path(rel)] = render_svg(files[rel])
     except GraphvizError as exc:
         err.write(f"lockdocs: {exc}; nothing written\n")
         return 2 if exc.usage else 3
     written, removed = write_files(root, dict(sorted(files.items())))
-    remember_clean(root, model)
+    remember_clean(root, model, svg=svg)
     for rel in written:
         out.write(f"wrote {rel}\n")
     for rel in removed:

@@ -37,3 +37,57 @@ register(
         },
     )
 )
+
+
+def _drift_rule(code: str, name: str, summary: str, what: str, example: dict[str, str]) -> None:
+    register(
+        RuleInfo(
+            code,
+            name,
+            Severity.ERROR,
+            summary,
+            what + " `lockdocs check --diff` prints the unified diff; `lockdocs build` fixes it.",
+            "The page is what developers read before they take a lock. A page that no longer "
+            "says what the declarations say sends them the wrong way, and a check that only "
+            "printed a diff would not reach annotations, SARIF or the summary line.",
+            {"locks.yaml": _LOCKS, **example},
+        )
+    )
+
+
+_drift_rule(
+    "LD602",
+    "docs-drift",
+    "A generated file differs from what the declarations generate.",
+    "Reports, at the first line that differs, a committed page or DOT file whose text is not "
+    "what `lockdocs build` would write now, with the sections the change touches (headings of "
+    "the page, nodes and edges of a graph); an SVG whose DOT stamp is not the current DOT's; "
+    "a manifest that does not list the generated files.",
+    {"docs/database-locks.md": "# Locks\n\nEdited by hand.\n"},
+)
+_drift_rule(
+    "LD603",
+    "docs-missing",
+    "A file the declarations generate is missing.",
+    "Reports each page, DOT or SVG file that `lockdocs build` would add.",
+    {},
+)
+_drift_rule(
+    "LD604",
+    "docs-stale",
+    "A file the last build wrote is no longer generated.",
+    "Reports each file listed in `docs/.lockdocs-manifest` that the declarations no longer "
+    "generate (a renamed group's diagram, a moved page), which `lockdocs build` would remove.",
+    {
+        "docs/.lockdocs-manifest": "# Files written by `lockdocs build`\ndocs/locks/old.dot\n",
+        "docs/locks/old.dot": "digraph old {}\n",
+    },
+)
+_drift_rule(
+    "LD605",
+    "build-interrupted",
+    "A build was killed while it replaced the generated files.",
+    "Reports the undo journal (`docs/.lockdocs-journal`) that a killed `lockdocs build` leaves: "
+    "the docs folder may hold some files from before and some from after the change.",
+    {"docs/.lockdocs-journal": "[]\n"},
+)

@@ -1,0 +1,275 @@
+"""Drift: what `lockdocs build` would change in the committed docs, as findings.
+
+The renderer regenerates every file in memory; this module compares them with the files on
+disk and turns each difference into a diagnostic located at the generated file (LD602 a file
+whose content differs, LD603 a file that is missing, LD604 a file no longer generated, LD605 a
+build that was interrupted), so drift reaches every reporter (text, JSON, GitHub, SARIF) and the
+summary like any other finding. Markdown and DOT are compared exactly; an SVG only by the DOT
+stamp it carries, so another Graphviz version is never drift. Needs no Graphviz.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from lockdocs import model as m
+from lockdocs.diagnostics import Diagnostic, Location, Severity
+
+FIX = "lockdocs build"
+SECTIONS_SHOWN = 6
+
+
+@dataclass(frozen=True)
+class DriftFile:
+    """One generated file that differs from what the declarations generate."""
+
+    file: str  # posix, relative to the project root
+    status: str  # changed | missing | stale | unstamped | manifest | interrupted
+    old: str | None = None  # the committed text (None when missing)
+    new: str | None = None  # the regenerated text (None when no longer generated)
+
+    @property
+    def code(self) -> str:
+        return {"missing": "LD603", "stale": "LD604", "interrupted": "LD605"}.get(
+            self.status, "LD602"
+        )
+
+
+def unified(rel: str, old: str, new: str) -> str:
+    """A unified diff with a/ and b/ headers, marking a missing final newline."""
+    lines = list(
+        difflib.unified_diff(
+            old.splitlines(keepends=True),
+            new.splitlines(keepends=True),
+            fromfile=f"a/{rel}",
+            tofile=f"b/{rel}",
+        )
+    )
+    out = []
+    for line in lines:
+        if not line.endswith("\n"):
+            line += "\n\\ No newline at end of file\n"
+        out.append(line)
+    return "".join(out)
+
+
+# --- where a change is ---------------------------------------------------------------------------
+
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*(?:\{[^}]*\})?\s*$")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_DOT_EDGE = re.compile(r'^\s*"((?:[^"\\]|\\.)*)"\s*->\s*"((?:[^"\\]|\\.)*)"')
+_DOT_NODE = re.compile(r'^\s*"((?:[^"\\]|\\.)*)"\s*\[')
+
+
+def _changed_lines(old: list[str], new: list[str]) -> tuple[list[int], list[int]]:
+    """0-based indexes of the lines that differ, in the old and in the new text."""
+    a: list[int] = []
+    b: list[int] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        a += range(i1, i2)
+        b += range(j1, j2)
+        if i1 == i2 and i1 < len(old):  # a pure insertion: it lands before old line i1
+            a.append(i1)
+    return a, b
+
+
+def _markdown_headings(lines: list[str]) -> list[str]:
+    """For each line, the section it stands in: its heading, "front matter", or "the top of
+    the page" before the first heading."""
+    out: list[str] = []
+    current = "the top of the page"
+    fenced = False
+    front = bool(lines) and lines[0].strip() == "---"
+    for n, line in enumerate(lines):
+        if front:
+            out.append("front matter")
+            front = not (n > 0 and line.strip() == "---")
+            continue
+        if _FENCE.match(line):
+            fenced = not fenced
+        elif not fenced:
+            found = _HEADING.match(line)
+            if found:
+                current = found.group(2)
+        out.append(current)
+    return out
+
+
+def _dot_section(line: str) -> str:
+    edge = _DOT_EDGE.match(line)
+    if edge:
+        return f"edge {edge.group(1)} -> {edge.group(2)}"
+    node = _DOT_NODE.match(line)
+    if node and node.group(1) not in ("graph", "node", "edge"):
+        return f"node {node.group(1)}"
+    return "graph attributes"
+
+
+def changed_sections(rel: str, old: str, new: str) -> list[str]:
+    """The sections a change touches: headings of a Markdown page (as the new text names
+    them), nodes and edges of a DOT graph; in the order they appear, each once."""
+    old_lines, new_lines = old.splitlines(), new.splitlines()
+    if rel.endswith(".md"):
+        heads_old, heads_new = _markdown_headings(old_lines), _markdown_headings(new_lines)
+
+        def name_old(i: int) -> str:
+            return heads_old[i]
+
+        def name_new(j: int) -> str:
+            return heads_new[j]
+    elif rel.endswith(".dot"):
+
+        def name_old(i: int) -> str:
+            return _dot_section(old_lines[i])
+
+        def name_new(j: int) -> str:
+            return _dot_section(new_lines[j])
+    else:
+        return []
+    found: list[str] = []
+    ops = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False).get_opcodes()
+    for tag, i1, i2, j1, j2 in ops:
+        if tag == "equal":
+            continue
+        # What is there now names the section; a deletion is named from the old text.
+        names = [name_new(j) for j in range(j1, j2)] or [name_old(i) for i in range(i1, i2)]
+        for name in names:
+            if name not in found:
+                found.append(name)
+    return found
+
+
+def _first_changed_line(old: str, new: str) -> int:
+    """1-based line of the first difference in the committed file."""
+    in_old, _ = _changed_lines(old.splitlines(), new.splitlines())
+    if in_old:
+        return min(in_old) + 1
+    return max(len(old.splitlines()), 1)
+
+
+def _count_changed(old: str, new: str) -> int:
+    in_old, in_new = _changed_lines(old.splitlines(), new.splitlines())
+    return max(len(set(in_old)), len(in_new))
+
+
+# --- drift as findings ---------------------------------------------------------------------------
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def drift_diagnostic(d: DriftFile) -> Diagnostic:
+    """The finding for one drifted file, with the data the JSON reporter lists."""
+    sections: list[str] = []
+    line = 0
+    diff = ""
+    if d.status == "changed" and d.old is not None and d.new is not None:
+        sections = changed_sections(d.file, d.old, d.new)
+        line = _first_changed_line(d.old, d.new)
+        diff = unified(d.file, d.old, d.new)
+        n = _count_changed(d.old, d.new)
+        where = ""
+        if sections:
+            shown = ", ".join(sections[:SECTIONS_SHOWN])
+            more = len(sections) - SECTIONS_SHOWN
+            where = f" in {shown}" + (f" and {more} more" if more > 0 else "")
+        message = (
+            f"{d.file} differs from what the declarations generate "
+            f"({_plural(n, 'line')} changed{where})"
+        )
+        hint = f"run {FIX}; lockdocs check --diff shows the changes"
+    elif d.status == "missing":
+        message = f"{d.file} is missing; the declarations generate it"
+        hint = f"run {FIX} to write it"
+    elif d.status == "stale":
+        message = f"{d.file} is no longer generated by the declarations"
+        hint = f"run {FIX} to remove it"
+    elif d.status == "unstamped":
+        dot = PurePosixPath(d.file).with_suffix(".dot").name
+        message = (
+            f"{d.file} was not drawn from the current {dot} (its lockdocs-dot-sha256 stamp differs)"
+        )
+        hint = f"run {FIX} to redraw it"
+    elif d.status == "manifest":
+        message = f"{d.file} does not list the generated files"
+        hint = f"run {FIX} to rewrite it"
+    else:
+        message = (
+            "a build was interrupted while it replaced files; the docs folder may mix old "
+            "and new files"
+        )
+        hint = f"run {FIX}: it restores the previous files, then writes"
+    data: dict[str, object] = {
+        "file": d.file,
+        "status": d.status,
+        "sections": sections,
+    }
+    if diff:
+        data["diff"] = diff
+    return Diagnostic(
+        d.code,
+        Severity.ERROR,
+        message,
+        Location(d.file, line, 1 if line else 0),
+        hint,
+        extra={"drift": data},
+    )
+
+
+def find_drift(
+    model: m.Model, diagnostics: list[Diagnostic], *, svg: bool = True
+) -> list[DriftFile]:
+    """What `lockdocs build` would change, one entry per file, sorted by path.
+
+    With `svg` False (a project built with --no-svg, or a machine without Graphviz) SVGs are
+    neither expected nor compared: only the Markdown and the DOT.
+    """
+    from lockdocs.render import build as b
+    from lockdocs.render.svg import dot_hash, svg_stamp
+
+    root = Path(model.root)
+    if b.interrupted(root):
+        return [DriftFile(b.JOURNAL, "interrupted")]
+    if b._unchanged_since_clean(root, model, svg=svg):
+        return []
+    files = b.render_outputs(model, diagnostics)
+    found: dict[str, DriftFile] = {}
+    expected = set(files)
+    for rel, new in files.items():
+        old = b._read(root / rel)
+        if old is None:
+            found[rel] = DriftFile(rel, "missing", None, new)
+        elif old != new:
+            found[rel] = DriftFile(rel, "changed", old, new)
+        svg_rel = b._svg_path(rel)
+        if not rel.endswith(".dot"):
+            continue
+        on_disk = b._read(root / svg_rel)
+        if svg or on_disk is not None:
+            expected.add(svg_rel)
+        if not svg:
+            continue  # DOT only: an SVG is neither required nor compared
+        if on_disk is None:
+            found[svg_rel] = DriftFile(svg_rel, "missing")
+        elif svg_stamp(on_disk) != dot_hash(new):
+            found[svg_rel] = DriftFile(svg_rel, "unstamped")
+    for rel in b.read_manifest(root):
+        if rel not in expected and (root / rel).is_file():
+            found[rel] = DriftFile(rel, "stale")
+    if not found and b._read(root / b.MANIFEST) != b._manifest_text(sorted(expected)):
+        found[b.MANIFEST] = DriftFile(b.MANIFEST, "manifest")
+    if not found:
+        b.remember_clean(root, model, svg=svg)
+    return [found[k] for k in sorted(found)]
+
+
+def drift_diagnostics(
+    model: m.Model, diagnostics: list[Diagnostic], *, svg: bool = True
+) -> list[Diagnostic]:
+    return [drift_diagnostic(d) for d in find_drift(model, diagnostics, svg=svg)]
