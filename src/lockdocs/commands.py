@@ -44,10 +44,22 @@ def resolve_root(root: Path | None) -> Path:
         raise NoRoot from None
 
 
-def emit(diags: list[Diagnostic], fmt: Format, summary: str) -> None:
-    from lockdocs.report import REPORTERS
+def emit(
+    diags: list[Diagnostic],
+    fmt: Format,
+    summary: str,
+    root: Path | None = None,
+    rules_url: str | None = None,
+) -> None:
+    """Write the report; JSON, GitHub and SARIF name files from the repository top."""
+    from lockdocs.report import HERE, REPORTERS
 
-    sys.stdout.write(REPORTERS[fmt.value](diags, summary))
+    where = HERE
+    if root is not None and fmt is not Format.text:
+        from lockdocs.report.where import for_project
+
+        where = for_project(root, rules_url)
+    sys.stdout.write(REPORTERS[fmt.value](diags, summary, where))
 
 
 def summary(diags: list[Diagnostic]) -> str:
@@ -79,7 +91,7 @@ def validate(root: Path | None, fmt: Format) -> int:
         return 2
     model, diags = load(base)
     if model is None:
-        emit(diags, fmt, "the declarations are not valid")
+        emit(diags, fmt, "the declarations are not valid", base)
         return 2
     emit(
         diags,
@@ -87,6 +99,8 @@ def validate(root: Path | None, fmt: Format) -> int:
         f"ok: {len(model.locks)} locks, {len(model.paths)} paths in {len(model.files)} files"
         if fmt is Format.text
         else "ok",
+        base,
+        model.rules_url,
     )
     return 0
 
@@ -114,7 +128,8 @@ def check(
         else:
             diags = [_without_diff(d) for d in diags]
     text = "the declarations are not valid" if result.bad_input else summary(diags)
-    emit(diags, fmt, text if fmt in (Format.text, Format.json) else "")
+    rules_url = result.model.rules_url if result.model is not None else None
+    emit(diags, fmt, text if fmt in (Format.text, Format.json) else "", base, rules_url)
     return result.exit_code
 
 

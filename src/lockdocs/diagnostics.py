@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 
 class Severity(enum.Enum):
@@ -34,6 +35,13 @@ class Location:
         return self.file
 
 
+class Related(NamedTuple):
+    """Another place a finding is about (a cycle's other hop), with what happens there."""
+
+    location: Location
+    message: str
+
+
 @dataclass(frozen=True)
 class Diagnostic:
     code: str
@@ -51,6 +59,11 @@ class Diagnostic:
     locks: tuple[str, ...] = ()
     rule_id: str = ""
     branches: tuple[str, ...] = ()  # the branch the finding is in, outermost first
+    # Other places the finding is about (SARIF relatedLocations, JSON `related`).
+    related: tuple[Related, ...] = ()
+    # The interleaving that makes a deadlock: one thread per transaction, each the steps it
+    # runs in order (SARIF codeFlows).
+    threads: tuple[tuple[Related, ...], ...] = ()
     extra: dict[str, object] = field(default_factory=dict, compare=False, hash=False)
 
     def sort_key(self) -> tuple[str, int, int, str, str]:

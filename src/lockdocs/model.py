@@ -335,6 +335,7 @@ class Model:
     differences: tuple[Difference, ...] = ()
     issue_url: str | None = None
     checks: dict[str, str] = field(default_factory=dict)
+    rules_url: str | None = None  # the rules reference page, for links per rule (SARIF)
     files: tuple[str, ...] = ()
 
     def issue_link(self, number: int) -> str | None:

@@ -660,6 +660,7 @@ class _Resolver:
             planned=planned,
             differences=tuple(differences),
             issue_url=self.data.get("issues"),
+            rules_url=self.data.get("rules_url"),
             checks={
                 code: "off" if value is False else str(value)
                 for code, value in (self.data.get("checks") or {}).items()

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from lockdocs.analysis.cycles import Cycle, find_cycles, gate, instance_clashes
 from lockdocs.analysis.graph import Edge
-from lockdocs.diagnostics import Diagnostic, Severity
+from lockdocs.diagnostics import Diagnostic, Related, Severity
 from lockdocs.modes import conflicts
 from lockdocs.rules.context import Context
 from lockdocs.rules.registry import rule
@@ -152,6 +152,7 @@ def check_cycles(ctx: Context) -> Iterable[Diagnostic]:
             details.extend("  " + line for line in interleaving(cycle.locks, cycle.edges))
             paths = tuple(dict.fromkeys(e.path for e in cycle.edges))
             first = cycle.edges[0]
+            hops = _hops(cycle)
             yield Diagnostic(
                 "LD201",
                 Severity.ERROR,
@@ -165,7 +166,28 @@ def check_cycles(ctx: Context) -> Iterable[Diagnostic]:
                 details=tuple(details),
                 paths=paths,
                 locks=cycle.locks,
+                related=hops[1:],
+                threads=tuple((hop,) for hop in hops),
             )
+
+
+def _hops(cycle: Cycle) -> tuple[Related, ...]:
+    """Each transaction's wait, at the step where it waits: for SARIF's related locations and
+    its code flow (one thread per transaction)."""
+    k = len(cycle.locks)
+    out = []
+    for i, e in enumerate(cycle.edges):
+        nxt = (i + 1) % k
+        taken = f" (taken at line {e.held_at})" if e.held_at else ""
+        then = "deadlock" if i == k - 1 else f"waits for T{nxt + 1}"
+        out.append(
+            Related(
+                e.location,
+                f"T{i + 1} ({e.path}) holds {cycle.locks[i]} ({e.held_mode}){taken} and wants "
+                f"{cycle.locks[nxt]} ({e.wanted_mode}): {then}",
+            )
+        )
+    return tuple(out)
 
 
 @rule(
@@ -244,6 +266,13 @@ def check_instances(ctx: Context) -> Iterable[Diagnostic]:
                 ),
                 paths=tuple(dict.fromkeys((e.path, f.path))),
                 locks=(clash.lock,),
+                related=(
+                    Related(
+                        f.location,
+                        f"{other} takes another instance of {clash.lock} ({f.wanted_mode}) "
+                        f"while holding one ({f.held_mode})",
+                    ),
+                ),
             )
 
 

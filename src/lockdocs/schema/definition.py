@@ -547,6 +547,11 @@ def locks_schema() -> dict[str, Any]:
                 pattern=r"\{number\}",
             ),
             "checks": CHECKS,
+            "rules_url": _s(
+                "The URL of the lockdocs rules reference page: SARIF links each rule to its "
+                "section (the URL plus #ld201, say). Omitted: no rule links.",
+                pattern=r"^https?://",
+            ),
             "paths": _s("The folder of path files, relative to locks.yaml; paths/ by default."),
             "transactions": {
                 "type": "object",

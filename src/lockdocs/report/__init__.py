@@ -1,0 +1,129 @@
+"""Diagnostics -> text, JSON, GitHub workflow commands or SARIF 2.1.0 (report/sarif.py).
+
+Reporters are a name -> function table; each takes the sorted list, the summary line and a
+`Where` (how file paths start and where rule links point) and returns the whole output. Text
+keeps the project-relative paths a person reads; JSON, GitHub and SARIF use paths relative to
+the repository, which is what CI places on files.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Protocol
+
+from lockdocs.diagnostics import Diagnostic, Related, Severity
+from lockdocs.report.where import Where
+
+HERE = Where()
+
+
+class Reporter(Protocol):
+    def __call__(self, diags: list[Diagnostic], summary: str, where: Where = HERE) -> str: ...
+
+
+def _text(diags: list[Diagnostic], summary: str, where: Where = HERE) -> str:
+    lines: list[str] = []
+    for d in diags:
+        tag = f"{d.severity.value} (waived: {d.waived_by})" if d.waived_by else d.severity.value
+        lines.append(f"{d.location}: {d.code} {tag}: {d.message}")
+        lines.extend(f"    {x}" if x else "" for x in d.details)
+        if d.hint:
+            lines.append(f"  hint: {d.hint}")
+    if summary:
+        lines.append(summary)
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _related_json(r: Related, where: Where) -> dict[str, Any]:
+    loc = r.location
+    return {
+        "file": where.path(loc.file),
+        "line": loc.line,
+        "column": loc.column,
+        "message": r.message,
+    }
+
+
+def diagnostic_json(d: Diagnostic, where: Where = HERE) -> dict[str, Any]:
+    """One diagnostic as the JSON reporter (and diff's JSON) writes it."""
+    return {
+        "code": d.code,
+        "severity": d.severity.value,
+        "message": d.message,
+        "file": where.path(d.location.file),
+        "line": d.location.line,
+        "column": d.location.column,
+        "hint": d.hint,
+        "details": list(d.details),
+        "waived_by": d.waived_by or None,
+        "paths": list(d.paths),
+        "locks": list(d.locks),
+        "rule": d.rule_id or None,
+        "related": [_related_json(r, where) for r in d.related],
+        "help": where.rule_url(d.code),
+    }
+
+
+def _json(diags: list[Diagnostic], summary: str, where: Where = HERE) -> str:
+    drift = []
+    for d in diags:
+        data = d.extra.get("drift")
+        if isinstance(data, dict):
+            drift.append({**data, "file": where.path(str(data["file"]))})
+    return (
+        json.dumps(
+            {
+                "diagnostics": [diagnostic_json(d, where) for d in diags],
+                # The generated files `lockdocs build` would change, with the sections each
+                # change touches (and, with --diff, the unified diff).
+                "drift": {"files": drift, "fix": "lockdocs build" if drift else None},
+                "summary": summary,
+            },
+            indent=2,
+            sort_keys=True,
+            ensure_ascii=False,
+        )
+        + "\n"
+    )
+
+
+def _gh_escape_data(s: str) -> str:
+    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _gh_escape_prop(s: str) -> str:
+    return _gh_escape_data(s).replace(":", "%3A").replace(",", "%2C")
+
+
+def _github(diags: list[Diagnostic], summary: str, where: Where = HERE) -> str:
+    level = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
+    lines = []
+    for d in diags:
+        if d.waived_by:
+            continue
+        props = [f"file={_gh_escape_prop(where.path(d.location.file))}"]
+        if d.location.line:
+            props.append(f"line={d.location.line}")
+            props.append(f"col={d.location.column or 1}")
+        props.append(f"title={_gh_escape_prop(d.code)}")
+        body = d.message + ("\n" + "\n".join(d.details) if d.details else "")
+        if d.hint:
+            body += "\nhint: " + d.hint
+        lines.append(f"::{level[d.severity]} {','.join(props)}::{_gh_escape_data(body)}")
+    if summary:
+        lines.append(summary)
+    return "\n".join(lines) + "\n"
+
+
+def _sarif(diags: list[Diagnostic], summary: str, where: Where = HERE) -> str:
+    from lockdocs.report.sarif import sarif
+
+    return sarif(diags, where)
+
+
+REPORTERS: dict[str, Reporter] = {
+    "text": _text,
+    "json": _json,
+    "github": _github,
+    "sarif": _sarif,
+}
