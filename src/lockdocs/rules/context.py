@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from lockdocs import model as m
 from lockdocs.analysis.flatten import Event, Held, backends, flatten
@@ -61,29 +61,62 @@ class Context:
         return lock.kind
 
 
-def once_per_step(events: Iterable[Event]) -> Iterator[Event]:
-    """One event per step: a step seen through several held states (branches, the two passes
-    of a loop, several callers) is one finding, not one per state."""
-    seen: set[tuple[str, Location]] = set()
+class Step(NamedTuple):
+    """One step of a declared path, as every flattened event that reaches it sees it: the path
+    that declares it (`owner`) and the paths that run it (`callers`)."""
+
+    event: Event  # the first event seen at the step
+    owner: str
+    callers: tuple[str, ...]
+    held: tuple[Held, ...]  # what is held there, over every caller
+    branches: tuple[str, ...]
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """The paths exceptions can name: the declaring path, then its callers."""
+        return (self.owner, *self.callers)
+
+    @property
+    def reached(self) -> str:
+        return run_from(self.callers)
+
+
+def run_from(callers: Iterable[str]) -> str:
+    """How a message names the callers of a shared path ("" when there are none)."""
+    names = [f"'{c}'" for c in callers]
+    if not names:
+        return ""
+    shown = names[0] if len(names) == 1 else ", ".join(names[:-1]) + f" and {names[-1]}"
+    return f" (run from {shown})"
+
+
+def once_per_step(events: Iterable[Event]) -> Iterator[Step]:
+    """One finding per cause: a step seen through several held states (branches, the two
+    passes of a loop) or several callers (a shared path that others run) is one step."""
+    groups: dict[Location, list[Event]] = {}
     for ev in events:
-        key = (ev.path, ev.location)
-        if key not in seen:
-            seen.add(key)
-            yield ev
+        groups.setdefault(ev.location, []).append(ev)
+    for evs in groups.values():
+        first = evs[0]
+        owner = first.through[-1] if first.through else first.path
+        callers = tuple(sorted({e.path for e in evs} - {owner}))
+        held = tuple(dict.fromkeys(h for e in evs for h in e.held))
+        branches = tuple(dict.fromkeys(b for e in evs for b in e.branch))
+        yield Step(first, owner, callers, held, branches)
 
 
 def step_finding(
-    code: str, severity: Severity, ev: Event, message: str, hint: str, locks: tuple[str, ...]
+    code: str, severity: Severity, step: Step, message: str, hint: str, locks: tuple[str, ...]
 ) -> Diagnostic:
-    """A finding about one step of one path, where exceptions can find it by path, branch and
-    lock."""
+    """A finding about one step, where exceptions can find it by path (the declaring one or
+    any caller), branch and lock; the message names the callers of a shared path."""
     return Diagnostic(
         code,
         severity,
-        message,
-        ev.location,
+        message + step.reached,
+        step.event.location,
         hint,
-        paths=(ev.path,),
-        branches=ev.branch,
+        paths=step.paths,
+        branches=step.branches,
         locks=locks,
     )

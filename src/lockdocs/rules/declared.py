@@ -196,16 +196,16 @@ def before(ctx: Context) -> Iterable[Diagnostic]:
             for ev in ctx.all_events
             if ev.kind == "acquire" and ev.lock == a and any(h.lock == b for h in ev.held)
         )
-        for ev in once_per_step(taken_after):
+        for step in once_per_step(taken_after):
             yield _finding(
                 "LD502",
                 r,
-                f"path '{ev.path}' takes {a} while holding {b}",
-                ev.location,
+                f"path '{step.owner}' takes {a} while holding {b}{step.reached}",
+                step.event.location,
                 f"take {a} before {b}",
-                (ev.path,),
+                step.paths,
                 (a, b),
-                ev.branch,
+                step.branches,
             )
 
 
@@ -499,15 +499,17 @@ def lock_before_write(ctx: Context) -> Iterable[Diagnostic]:
             for ev in ctx.all_events
             if ev.kind == "write" and ev.name in writes and not any(h.lock == lid for h in ev.held)
         )
-        for ev in once_per_step(unguarded):
+        for step in once_per_step(unguarded):
+            ev = step.event
             branch = f" (branch {' / '.join(ev.branch)})" if ev.branch else ""
             yield _finding(
                 "LD507",
                 r,
-                f"path '{ev.path}' writes {ev.name}{branch} without holding {lid}",
+                f"path '{step.owner}' writes {ev.name}{branch} without holding {lid}"
+                + step.reached,
                 ev.location,
                 f"take {lid} before the write",
-                (ev.path,),
+                step.paths,
                 (lid,),
-                ev.branch,
+                step.branches,
             )

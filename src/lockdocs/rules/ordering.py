@@ -6,9 +6,9 @@ from collections.abc import Iterable
 
 from lockdocs.analysis.cycles import Cycle, find_cycles, gate, instance_clashes
 from lockdocs.analysis.graph import Edge
-from lockdocs.diagnostics import Diagnostic, Related, Severity
+from lockdocs.diagnostics import Diagnostic, Location, Related, Severity
 from lockdocs.modes import conflicts
-from lockdocs.rules.context import Context
+from lockdocs.rules.context import Context, run_from
 from lockdocs.rules.registry import rule
 
 _TWO_ROWS = """\
@@ -241,20 +241,38 @@ paths:
 def check_instances(ctx: Context) -> Iterable[Diagnostic]:
     for backend in ctx.backends:
         graph = ctx.graph(backend)
+        # One finding per step: a shared path's loop run from several callers is one cause.
+        by_step: dict[tuple[str, Location], list[Edge]] = {}
+        partner: dict[tuple[str, Location], Edge] = {}
         for clash in instance_clashes(ctx, graph):
-            e, f = clash.first, clash.second
-            lock = ctx.model.locks[clash.lock]
+            key = (clash.lock, clash.first.location)
+            by_step.setdefault(key, []).append(clash.first)
+            partner.setdefault(key, clash.second)
+        for (lock_id, _), firsts in by_step.items():
+            e, f = firsts[0], partner[(lock_id, firsts[0].location)]
+            # Several callers of a shared path: the shared path is the cause. One caller (a
+            # path that runs a sorted loop twice, say) is its own cause, as before.
+            takers = sorted({x.path for x in firsts})
+            owner = e.through[-1] if e.through and len(takers) > 1 else e.path
+            callers = [t for t in takers if t != owner] if len(takers) > 1 else []
+            lock = ctx.model.locks[lock_id]
             order = f"in {e.order}" if e.order else "in no declared order"
             declared = (
                 f"the lock's declared order is {lock.instance_order}"
                 if lock.instance_order
                 else "the lock declares no instance order"
             )
-            other = "a second run of the same path" if f.path == e.path else f"path '{f.path}'"
+            if f.location == e.location:
+                other = "a second run of the same step"
+            elif f.path == e.path:
+                other = "a second run of the same path"
+            else:
+                other = f"path '{f.path}'"
             yield Diagnostic(
                 "LD202",
                 Severity.ERROR,
-                f"path '{e.path}' takes several instances of {clash.lock} {order}; {declared}",
+                f"path '{owner}' takes several instances of {lock_id} {order}; {declared}"
+                + run_from(callers),
                 e.location,
                 f"take them in {lock.instance_order} (say so with order:), or hold a gate lock"
                 if lock.instance_order
@@ -264,12 +282,12 @@ def check_instances(ctx: Context) -> Iterable[Diagnostic]:
                     f"taking another ({f.wanted_mode}); with opposite orders the two wait on "
                     "each other.",
                 ),
-                paths=tuple(dict.fromkeys((e.path, f.path))),
-                locks=(clash.lock,),
+                paths=tuple(dict.fromkeys((owner, *callers, f.path))),
+                locks=(lock_id,),
                 related=(
                     Related(
                         f.location,
-                        f"{other} takes another instance of {clash.lock} ({f.wanted_mode}) "
+                        f"{other} takes another instance of {lock_id} ({f.wanted_mode}) "
                         f"while holding one ({f.held_mode})",
                     ),
                 ),

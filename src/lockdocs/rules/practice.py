@@ -132,14 +132,14 @@ paths:
 )
 def external_under_lock(ctx: Context) -> Iterable[Diagnostic]:
     calls = (ev for ev in ctx.all_events if ev.kind == "external" and ev.held)
-    for ev in once_per_step(calls):
+    for step in once_per_step(calls):
         yield step_finding(
             "LD302",
             Severity.WARNING,
-            ev,
-            f"path '{ev.path}' calls {ev.name!r} while holding {_held_text(ev.held)}",
+            step,
+            f"path '{step.owner}' calls {step.event.name!r} while holding {_held_text(step.held)}",
             "make the call before the transaction takes its locks, or after it commits",
-            tuple(sorted({h.lock for h in ev.held})),
+            tuple(sorted({h.lock for h in step.held})),
         )
 
 
@@ -238,13 +238,14 @@ def for_update_referenced(ctx: Context) -> Iterable[Diagnostic]:
         deletes = bool(ev.implicit and ev.implicit.upper().startswith("DELETE"))
         return ctx.model.locks[ev.lock].referenced_by_foreign_keys and not deletes
 
-    for ev in once_per_step(filter(needless, ctx.all_events)):
+    for step in once_per_step(filter(needless, ctx.all_events)):
+        ev = step.event
         table = ctx.model.locks[ev.lock].table or "this row"
         yield step_finding(
             "LD304",
             Severity.WARNING,
-            ev,
-            f"path '{ev.path}' takes {ev.lock} FOR UPDATE; other tables reference "
+            step,
+            f"path '{step.owner}' takes {ev.lock} FOR UPDATE; other tables reference "
             f"{table} through foreign keys",
             "use FOR NO KEY UPDATE unless the statement changes a key column or deletes "
             "(then say changes_key: true)",
@@ -293,12 +294,13 @@ def skip_locked(ctx: Context) -> Iterable[Diagnostic]:
         for ev in ctx.all_events
         if ev.option == "skip locked" and not ctx.model.locks[ev.lock].queue
     )
-    for ev in once_per_step(takes):
+    for step in once_per_step(takes):
+        ev = step.event
         yield step_finding(
             "LD305",
             Severity.WARNING,
-            ev,
-            f"path '{ev.path}' takes {ev.lock} with SKIP LOCKED, but the lock is not a queue",
+            step,
+            f"path '{step.owner}' takes {ev.lock} with SKIP LOCKED, but the lock is not a queue",
             "declare queue: true on the lock if its rows are claimed as work items; otherwise "
             "wait for the rows (or use NOWAIT and retry)",
             (ev.lock,),
@@ -354,12 +356,13 @@ def memory_release(ctx: Context) -> Iterable[Diagnostic]:
         for ev in ctx.events(backend)
         if ev.kind == "release" and ev.wrote and ctx.lock_kind(ev.lock, backend) == "memory"
     )
-    for ev in once_per_step(early):
+    for step in once_per_step(early):
+        ev = step.event
         yield step_finding(
             "LD306",
             Severity.ERROR,
-            ev,
-            f"path '{ev.path}' releases the in-memory lock {ev.lock} before its writes commit",
+            step,
+            f"path '{step.owner}' releases the in-memory lock {ev.lock} before its writes commit",
             "move the commit before the release",
             (ev.lock,),
         )
@@ -397,12 +400,13 @@ paths:
 )
 def left_open(ctx: Context) -> Iterable[Diagnostic]:
     returns = (ev for ev in ctx.all_events if ev.kind == "leave_open" and ev.held)
-    for ev in once_per_step(returns):
+    for step in once_per_step(returns):
         yield step_finding(
             "LD307",
             Severity.INFO,
-            ev,
-            f"path '{ev.path}' returns with its transaction open, holding {_held_text(ev.held)}",
+            step,
+            f"path '{step.owner}' returns with its transaction open, holding "
+            f"{_held_text(step.held)}",
             "end the transaction before returning, or keep what runs after the return short",
-            tuple(sorted({h.lock for h in ev.held})),
+            tuple(sorted({h.lock for h in step.held})),
         )
