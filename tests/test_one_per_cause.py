@@ -102,7 +102,7 @@ def test_a_step_in_one_path_is_unchanged(tmp_path: Path) -> None:
     ld302 = [d for d in diags if d["code"] == "LD302"]
     assert len(ld302) == 1
     assert ld302[0]["message"].endswith("(run from 'pay', 'payout' and 'refund')")
-    only = PATHS.split("  pay:")[0].replace("    standalone: false\n", "")
+    only = PATHS.split("  pay:", maxsplit=1)[0].replace("    standalone: false\n", "")
     root = write_project(tmp_path / "q", {"locks.yaml": LOCKS, "paths/money.yaml": only})
     ld302 = [d for d in _check(root).json()["diagnostics"] if d["code"] == "LD302"]
     assert [d["message"] for d in ld302] == [
