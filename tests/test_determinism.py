@@ -10,7 +10,7 @@ import pytest
 
 from conftest import REPO, run_cli
 
-PROJECT_FILES = ["locks.yaml", "paths", "templates"]
+PROJECT_FILES = ["locks.yaml", "paths", "templates", "code"]
 
 
 def _copy_project(dst: Path, reverse: bool = False) -> Path:
@@ -23,6 +23,7 @@ def _copy_project(dst: Path, reverse: bool = False) -> Path:
         (dst / "paths" / f.name).write_bytes(f.read_bytes())
     if (REPO / "templates").is_dir():
         shutil.copytree(REPO / "templates", dst / "templates")
+    shutil.copytree(REPO / "code", dst / "code")  # the SQL the check compares with
     return dst
 
 

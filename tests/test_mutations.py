@@ -107,6 +107,7 @@ def test_every_single_edit_is_caught(tmp_path: Path) -> None:
     base = tmp_path / "base"
     base.mkdir()
     shutil.copytree(REPO / "docs", base / "docs")
+    shutil.copytree(REPO / "code", base / "code")  # the SQL the declarations are checked against
     for name, text in files.items():
         (base / name).parent.mkdir(parents=True, exist_ok=True)
         (base / name).write_text(text, encoding="utf-8")

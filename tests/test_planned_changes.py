@@ -32,6 +32,7 @@ def copy(tmp_path: Path) -> Path:
     root.mkdir()
     shutil.copy2(REPO / "locks.yaml", root / "locks.yaml")
     shutil.copytree(REPO / "paths", root / "paths")
+    shutil.copytree(REPO / "code", root / "code")
     return root
 
 

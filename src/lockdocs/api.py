@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Severity, sort_diagnostics
+
+if TYPE_CHECKING:
+    from lockdocs.scan.compare import Coverage
 
 
 @dataclass
@@ -17,6 +21,7 @@ class CheckResult:
     # `lockdocs build` would change.
     drift: list[Diagnostic] = field(default_factory=list)
     bad_input: bool = False
+    coverage: Coverage | None = None  # set when locks.yaml has code:
 
     @property
     def exit_code(self) -> int:
@@ -36,6 +41,12 @@ def load(root: Path) -> tuple[m.Model | None, list[Diagnostic]]:
 
 def analyse(model: m.Model) -> list[Diagnostic]:
     """Run every registered check, then exceptions, then severity settings."""
+    return analyse_all(model)[0]
+
+
+def analyse_all(model: m.Model) -> tuple[list[Diagnostic], Coverage | None]:
+    """`analyse`, and the comparison with the SQL of `code:` when it is set (then also its
+    coverage); without `code:` the scanner is not even imported."""
     from lockdocs.config import apply_overrides, severity_overrides
     from lockdocs.rules.context import Context
     from lockdocs.rules.registry import load_all
@@ -49,9 +60,15 @@ def analyse(model: m.Model) -> list[Diagnostic]:
         if info.check is None or overrides.get(info.code) == "off":
             continue
         found.extend(info.check(ctx))
+    coverage = None
+    if model.code:
+        from lockdocs.scan.run import check_code
+
+        code_found, coverage = check_code(model)
+        found.extend(d for d in code_found if overrides.get(d.code) != "off")
     found = apply_overrides(found, overrides)
     found = apply_waivers(model, found, overrides)
-    return sort_diagnostics(diags + found)
+    return sort_diagnostics(diags + found), coverage
 
 
 def check(root: Path, *, drift: bool = True, svg: bool = True) -> CheckResult:
@@ -60,10 +77,10 @@ def check(root: Path, *, drift: bool = True, svg: bool = True) -> CheckResult:
     model, diags = load(root)
     if model is None:
         return CheckResult(diags, None, bad_input=True)
-    found = analyse(model)
+    found, coverage = analyse_all(model)
     if any(d.code.startswith("LD0") and d.severity is Severity.ERROR for d in found):
         return CheckResult(found, model, bad_input=True)
-    result = CheckResult(sort_diagnostics(diags + found), model)
+    result = CheckResult(sort_diagnostics(diags + found), model, coverage=coverage)
     if drift:
         from lockdocs.config import apply_overrides, severity_overrides
         from lockdocs.render.build import RenderError, output_diagnostics
@@ -73,11 +90,15 @@ def check(root: Path, *, drift: bool = True, svg: bool = True) -> CheckResult:
         bad = output_diagnostics(model)
         if not bad:
             try:
-                found_drift = drift_diagnostics(model, result.diagnostics, svg=svg)
+                found_drift = drift_diagnostics(
+                    model, result.diagnostics, svg=svg, coverage=coverage
+                )
             except RenderError as exc:
                 bad = exc.diagnostics
         if bad:
-            return CheckResult(sort_diagnostics(result.diagnostics + bad), model, bad_input=True)
+            return CheckResult(
+                sort_diagnostics(result.diagnostics + bad), model, bad_input=True, coverage=coverage
+            )
         if found_drift:
             overrides, _ = severity_overrides(root, model.checks)
             result.drift = apply_overrides(found_drift, overrides)

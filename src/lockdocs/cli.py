@@ -79,6 +79,27 @@ def check(
 
 
 @app.command()
+def scan(
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(help="SQL, Python or Go files or folders (default: the globs of code:)."),
+    ] = None,
+    root: RootOpt = None,
+    fmt: Annotated[
+        commands.ScanFormat, typer.Option("--format", "-f", help="text or json.")
+    ] = commands.ScanFormat.text,
+    coverage: Annotated[
+        bool,
+        typer.Option(
+            "--coverage", help="Also show how the declarations cover the scanned SQL, per lock."
+        ),
+    ] = False,
+) -> None:
+    """List every lock the scanned SQL takes: file, line, statement, kind, mode, table or key."""
+    raise typer.Exit(commands.scan(root, list(paths or []), fmt, coverage))
+
+
+@app.command()
 def export(
     root: RootOpt = None,
     fmt: Annotated[

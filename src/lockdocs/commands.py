@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from lockdocs.diagnostics import Diagnostic
@@ -50,15 +50,20 @@ def emit(
     summary: str,
     root: Path | None = None,
     rules_url: str | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> None:
-    """Write the report; JSON, GitHub and SARIF name files from the repository top."""
-    from lockdocs.report import HERE, REPORTERS
+    """Write the report; JSON, GitHub and SARIF name files from the repository top. `extra`
+    adds top-level keys to the JSON (the coverage of the scanned SQL)."""
+    from lockdocs.report import HERE, REPORTERS, json_report
 
     where = HERE
     if root is not None and fmt is not Format.text:
         from lockdocs.report.where import for_project
 
         where = for_project(root, rules_url)
+    if fmt is Format.json and extra:
+        sys.stdout.write(json_report(diags, summary, where, extra))
+        return
     sys.stdout.write(REPORTERS[fmt.value](diags, summary, where))
 
 
@@ -129,7 +134,8 @@ def check(
             diags = [_without_diff(d) for d in diags]
     text = "the declarations are not valid" if result.bad_input else summary(diags)
     rules_url = result.model.rules_url if result.model is not None else None
-    emit(diags, fmt, text if fmt in (Format.text, Format.json) else "", base, rules_url)
+    extra = {"coverage": result.coverage.to_json()} if result.coverage is not None else None
+    emit(diags, fmt, text if fmt in (Format.text, Format.json) else "", base, rules_url, extra)
     return result.exit_code
 
 
@@ -145,3 +151,74 @@ def _without_diff(d: Diagnostic) -> Diagnostic:
     if not isinstance(data, dict) or "diff" not in data:
         return d
     return replace(d, extra={**d.extra, "drift": {k: v for k, v in data.items() if k != "diff"}})
+
+
+class ScanFormat(StrEnum):
+    text = "text"
+    json = "json"
+
+
+def scan(root: Path | None, paths: list[Path], fmt: ScanFormat, coverage: bool) -> int:
+    """`lockdocs scan`: list every lock the SQL takes; with --coverage, how the declarations
+    cover it. Warnings (files or statements skipped) go to stderr in text form."""
+    from lockdocs.api import load
+    from lockdocs.project import RootNotFound, find_root
+
+    model = None
+    try:
+        base: Path | None = resolve_root(root) if root is not None else find_root(Path.cwd())
+    except (NoRoot, RootNotFound):
+        if root is not None or not paths:
+            if not paths and root is None:
+                sys.stderr.write(
+                    "lockdocs: no locks.yaml here or above, and no files named\n"
+                    "hint: run it inside a project whose locks.yaml sets code:, or name the "
+                    "SQL files: lockdocs scan db/queries\n"
+                )
+            return 2
+        base = None
+    if base is not None:
+        model, diags = load(base)
+        if model is None:
+            emit(diags, Format.text, "the declarations are not valid")
+            return 2
+    from lockdocs.report import diagnostic_json
+    from lockdocs.scan import output
+    from lockdocs.scan.run import scan_model, scan_paths
+
+    if paths:
+        result, missing = scan_paths(base or Path.cwd(), paths, model)
+        if missing:
+            for name in missing:
+                sys.stderr.write(f"lockdocs: no such file or folder: {name}\n")
+            return 2
+    elif model is not None and model.code:
+        result = scan_model(model)
+    else:
+        sys.stderr.write(
+            "lockdocs: locks.yaml sets no code: and no files are named\n"
+            "hint: add code: with the globs of the project's SQL (e.g. code: [db/**/*.sql]), or "
+            "name the files: lockdocs scan db/queries\n"
+        )
+        return 2
+    cov = None
+    if coverage:
+        if model is None:
+            sys.stderr.write("lockdocs: --coverage compares with locks.yaml; none was found\n")
+            return 2
+        from lockdocs.scan.compare import compare
+
+        cov = compare(model, result)[1]
+    if fmt is ScanFormat.json:
+        sys.stdout.write(
+            output.scan_json(result, [diagnostic_json(d) for d in result.warnings], cov)
+        )
+        return 0
+    from lockdocs.report import REPORTERS
+
+    if result.warnings:
+        sys.stderr.write(REPORTERS["text"](result.warnings, ""))
+    sys.stdout.write(output.scan_text(result))
+    if cov is not None:
+        sys.stdout.write(output.coverage_text(cov))
+    return 0

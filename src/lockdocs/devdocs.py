@@ -260,10 +260,18 @@ def format_reference() -> str:
 # --- the rules reference ------------------------------------------------------------------------
 
 
+# The language of an example file's fence, by its suffix (YAML when none matches).
+_FENCES = {".sql": "sql", ".py": "python", ".go": "go"}
+
+
+def _fence_language(name: str) -> str:
+    return next((lang for suffix, lang in _FENCES.items() if name.endswith(suffix)), "yaml")
+
+
 def _files_block(files: dict[str, str]) -> list[str]:
     out: list[str] = []
     for name in sorted(files, key=lambda n: (n != "locks.yaml", n)):
-        out += [_fence(files[name], "yaml", name), ""]
+        out += [_fence(files[name], _fence_language(name), name), ""]
     return out
 
 

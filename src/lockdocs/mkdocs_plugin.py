@@ -142,7 +142,7 @@ def render_project(project: _Project) -> tuple[dict[str, str], list[Path]]:
             len(others),
         )
     try:
-        rendered = render_outputs(result.model, result.diagnostics)
+        rendered = render_outputs(result.model, result.diagnostics, result.coverage)
     except RenderError as exc:
         raise PluginError(
             f"lockdocs: cannot render the lock page of {project.label}.\n{_report(exc.diagnostics)}"

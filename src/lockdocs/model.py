@@ -85,6 +85,16 @@ class Taker:
     called_by: tuple[str, ...] = ()
     module: str | None = None
     note: str | None = None
+    location: Location | None = None
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A foreign key into the lock's table: rows of `table` point at it through `column`.
+    Inserting such a row, or updating the column, takes FOR KEY SHARE on the parent row."""
+
+    table: str
+    column: str
 
 
 @dataclass(frozen=True)
@@ -102,6 +112,7 @@ class Lock:
     options: tuple[str, ...] = ()
     queue: bool = False
     referenced_by_foreign_keys: bool = False
+    references: tuple[Reference, ...] = ()
     singleton: bool = False
     instance_order: str | None = None
     backends: tuple[Backend, ...] = ()
@@ -322,6 +333,14 @@ class Page:
 
 
 @dataclass(frozen=True)
+class CodeGlob:
+    """One `code:` pattern: where the project's SQL lives, relative to locks.yaml."""
+
+    pattern: str
+    location: Location
+
+
+@dataclass(frozen=True)
 class Model:
     root: str
     page: Page
@@ -337,6 +356,7 @@ class Model:
     checks: dict[str, str] = field(default_factory=dict)
     rules_url: str | None = None  # the rules reference page, for links per rule (SARIF)
     files: tuple[str, ...] = ()
+    code: tuple[CodeGlob, ...] = ()
 
     def issue_link(self, number: int) -> str | None:
         if not self.issue_url:

@@ -165,6 +165,7 @@ class _Resolver:
                         called_by=tuple(t.get("called_by") or ()),
                         module=t.get("module"),
                         note=t.get("note"),
+                        location=self.ld.loc((*base, "taken_by", i)),
                     )
                 )
             backends = tuple(
@@ -194,7 +195,10 @@ class _Resolver:
                 mode_text=raw.get("mode_text"),
                 options=tuple(raw.get("options") or ()),
                 queue=bool(raw.get("queue", False)),
-                referenced_by_foreign_keys=bool(raw.get("referenced_by_foreign_keys", False)),
+                referenced_by_foreign_keys=bool(
+                    raw.get("referenced_by_foreign_keys", False) or raw.get("references")
+                ),
+                references=self.references(lid, kind, raw),
                 singleton=bool(singleton),
                 instance_order=(raw.get("instances") or {}).get("order"),
                 backends=backends,
@@ -204,6 +208,33 @@ class _Resolver:
                 issues=tuple(raw.get("issues") or ()),
             )
         return out
+
+    def references(self, lid: str, kind: str, raw: dict[str, Any]) -> tuple[m.Reference, ...]:
+        refs = raw.get("references") or ()
+        if refs and kind != "row":
+            self.err(
+                "LD003",
+                self.ld.loc(("locks", lid, "references"), key=True),
+                f"a {kind} lock has no rows for a foreign key to reference",
+                "references: belongs on a row lock; remove it here",
+            )
+        return tuple(m.Reference(r["table"], r["column"]) for r in refs)
+
+    def code(self) -> tuple[m.CodeGlob, ...]:
+        out = []
+        for i, pattern in enumerate(self.data.get("code") or ()):
+            loc = self.ld.loc(("code", i))
+            parts = pattern.replace("\\", "/").split("/")
+            if pattern.startswith(("/", "\\")) or ".." in parts or ":" in parts[0]:
+                self.err(
+                    "LD003",
+                    loc,
+                    f"code: '{pattern}' reaches outside the project",
+                    "write a pattern relative to the folder of locks.yaml, e.g. db/**/*.sql",
+                )
+                continue
+            out.append(m.CodeGlob(pattern, loc))
+        return tuple(out)
 
     def lock_ref(
         self, doc: Document, path: tuple[str | int, ...], name: str, locks: dict[str, m.Lock]
@@ -617,6 +648,7 @@ class _Resolver:
                         f"'{a}' is neither a lock nor a path",
                         _did_you_mean(a, [*locks, *paths]),
                     )
+        code = self.code()
         differences = []
         for i, raw in enumerate(self.data.get("differences") or ()):
             for j, pid in enumerate(raw.get("paths") or ()):
@@ -666,6 +698,7 @@ class _Resolver:
                 for code, value in (self.data.get("checks") or {}).items()
             },
             files=(LOCKS_FILE, *(d.file for d in self.path_docs)),
+            code=code,
         )
 
 

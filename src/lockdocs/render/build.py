@@ -15,10 +15,13 @@ import os
 import sys
 import tempfile
 from pathlib import Path, PurePosixPath
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Location, Severity, sort_diagnostics
+
+if TYPE_CHECKING:
+    from lockdocs.scan.compare import Coverage
 
 DOCS = "docs"
 MANIFEST = f"{DOCS}/.lockdocs-manifest"
@@ -100,8 +103,11 @@ def _inside_docs(rel: str) -> bool:
 # --- rendering ---------------------------------------------------------------------------------
 
 
-def render_outputs(model: m.Model, diagnostics: list[Diagnostic]) -> dict[str, str]:
+def render_outputs(
+    model: m.Model, diagnostics: list[Diagnostic], coverage: Coverage | None = None
+) -> dict[str, str]:
     """Every generated text file: {posix path relative to the root: content}, sorted by path.
+    `coverage` (when locks.yaml has code:) gives the page its line about the scanned SQL.
 
     Raises RenderError for a page.output outside docs/ or a broken project template.
     """
@@ -115,8 +121,10 @@ def render_outputs(model: m.Model, diagnostics: list[Diagnostic]) -> dict[str, s
     page_path, stem = page_location(model)
     diagnostics = sort_diagnostics(list(diagnostics))
     view = build_page(model, diagnostics, stem)
+    from lockdocs.render.coverage import coverage_view
+
     try:
-        markdown = render_page(Path(model.root), view)
+        markdown = render_page(Path(model.root), view, coverage_view(model, coverage))
     except TemplateProblem as exc:
         raise RenderError([exc.diagnostic]) from None
     files = {page_path: markdown, f"{stem}/lock-order.dot": lock_order_dot(model, diagnostics)}
@@ -141,9 +149,10 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def inputs_digest(model: m.Model) -> str:
+def inputs_digest(model: m.Model, coverage: Coverage | None = None) -> str:
     """Everything the generated files are a function of: the declarations, the project's
-    templates and pyproject.toml, and this lockdocs (its version and its own files)."""
+    templates and pyproject.toml, this lockdocs (its version and its own files), and the
+    coverage of the scanned SQL that the page states."""
     root = Path(model.root)
     h = hashlib.sha256()
 
@@ -158,6 +167,10 @@ def inputs_digest(model: m.Model) -> str:
     from lockdocs import __version__
 
     h.update(__version__.encode())
+    if coverage is not None:
+        import json
+
+        h.update(json.dumps(coverage.to_json(), sort_keys=True).encode())
     for rel in sorted(model.files):
         add(rel, root / rel)
     add("pyproject.toml", root / "pyproject.toml")
@@ -197,7 +210,9 @@ def _outputs_now(root: Path) -> dict[str, str] | None:
     return out
 
 
-def remember_clean(root: Path, model: m.Model, *, svg: bool = True) -> None:
+def remember_clean(
+    root: Path, model: m.Model, *, svg: bool = True, coverage: Coverage | None = None
+) -> None:
     """Record that the outputs on disk match these inputs (best effort, never fails); `svg`
     says whether the SVGs were part of the comparison."""
     import json
@@ -207,7 +222,8 @@ def remember_clean(root: Path, model: m.Model, *, svg: bool = True) -> None:
     if target is None or outputs is None:
         return
     record = json.dumps(
-        {"inputs": inputs_digest(model), "outputs": outputs, "svg": svg}, sort_keys=True
+        {"inputs": inputs_digest(model, coverage), "outputs": outputs, "svg": svg},
+        sort_keys=True,
     )
     with contextlib.suppress(OSError):
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -216,7 +232,9 @@ def remember_clean(root: Path, model: m.Model, *, svg: bool = True) -> None:
         tmp.replace(target)
 
 
-def _unchanged_since_clean(root: Path, model: m.Model, *, svg: bool = True) -> bool:
+def _unchanged_since_clean(
+    root: Path, model: m.Model, *, svg: bool = True, coverage: Coverage | None = None
+) -> bool:
     import json
 
     target = _cache_file(root)
@@ -229,7 +247,7 @@ def _unchanged_since_clean(root: Path, model: m.Model, *, svg: bool = True) -> b
     return (
         isinstance(seen, dict)
         and seen.get("svg", True) == svg
-        and seen.get("inputs") == inputs_digest(model)
+        and seen.get("inputs") == inputs_digest(model, coverage)
         and seen.get("outputs") == _outputs_now(root)
     )
 
@@ -433,7 +451,7 @@ def build(
 
     `svg` False writes the Markdown and the DOT only (no Graphviz needed); the page's images
     then have no file until a build with SVGs runs (check with --no-svg compares DOT only)."""
-    from lockdocs.api import analyse, load
+    from lockdocs.api import analyse_all, load
     from lockdocs.render.svg import GraphvizError, render_svg
     from lockdocs.report import REPORTERS
 
@@ -445,13 +463,13 @@ def build(
     if model is None:
         err.write(REPORTERS["text"](diags, "the declarations are not valid; nothing written"))
         return 2
-    found = analyse(model)
+    found, coverage = analyse_all(model)
     if any(d.code.startswith("LD0") and d.severity is Severity.ERROR for d in found):
         err.write(REPORTERS["text"](found, "the declarations are not valid; nothing written"))
         return 2
     diagnostics = sort_diagnostics(diags + found)
     try:
-        files = render_outputs(model, diagnostics)
+        files = render_outputs(model, diagnostics, coverage)
     except RenderError as exc:
         err.write(REPORTERS["text"](exc.diagnostics, "cannot render the docs; nothing written"))
         return 2
@@ -462,7 +480,7 @@ def build(
         err.write(f"lockdocs: {exc}; nothing written\n")
         return 2 if exc.usage else 3
     written, removed = write_files(root, dict(sorted(files.items())))
-    remember_clean(root, model, svg=svg)
+    remember_clean(root, model, svg=svg, coverage=coverage)
     for rel in written:
         out.write(f"wrote {rel}\n")
     for rel in removed:

@@ -14,9 +14,13 @@ import difflib
 import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Location, Severity
+
+if TYPE_CHECKING:
+    from lockdocs.scan.compare import Coverage
 
 FIX = "lockdocs build"
 SECTIONS_SHOWN = 6
@@ -223,7 +227,11 @@ def drift_diagnostic(d: DriftFile) -> Diagnostic:
 
 
 def find_drift(
-    model: m.Model, diagnostics: list[Diagnostic], *, svg: bool = True
+    model: m.Model,
+    diagnostics: list[Diagnostic],
+    *,
+    svg: bool = True,
+    coverage: Coverage | None = None,
 ) -> list[DriftFile]:
     """What `lockdocs build` would change, one entry per file, sorted by path.
 
@@ -236,9 +244,9 @@ def find_drift(
     root = Path(model.root)
     if b.interrupted(root):
         return [DriftFile(b.JOURNAL, "interrupted")]
-    if b._unchanged_since_clean(root, model, svg=svg):
+    if b._unchanged_since_clean(root, model, svg=svg, coverage=coverage):
         return []
-    files = b.render_outputs(model, diagnostics)
+    files = b.render_outputs(model, diagnostics, coverage)
     found: dict[str, DriftFile] = {}
     expected = set(files)
     for rel, new in files.items():
@@ -265,11 +273,16 @@ def find_drift(
     if not found and b._read(root / b.MANIFEST) != b._manifest_text(sorted(expected)):
         found[b.MANIFEST] = DriftFile(b.MANIFEST, "manifest")
     if not found:
-        b.remember_clean(root, model, svg=svg)
+        b.remember_clean(root, model, svg=svg, coverage=coverage)
     return [found[k] for k in sorted(found)]
 
 
 def drift_diagnostics(
-    model: m.Model, diagnostics: list[Diagnostic], *, svg: bool = True
+    model: m.Model,
+    diagnostics: list[Diagnostic],
+    *,
+    svg: bool = True,
+    coverage: Coverage | None = None,
 ) -> list[Diagnostic]:
-    return [drift_diagnostic(d) for d in find_drift(model, diagnostics, svg=svg)]
+    found = find_drift(model, diagnostics, svg=svg, coverage=coverage)
+    return [drift_diagnostic(d) for d in found]

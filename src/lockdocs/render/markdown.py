@@ -16,6 +16,7 @@ from types import TracebackType
 import jinja2
 
 from lockdocs.diagnostics import Diagnostic, Location, Severity
+from lockdocs.render.coverage import CoverageView
 from lockdocs.render.escape import FILTERS
 from lockdocs.render.view import PageView
 
@@ -106,12 +107,12 @@ def tidy(text: str) -> str:
     return out + "\n"
 
 
-def render_page(root: Path, page: PageView) -> str:
+def render_page(root: Path, page: PageView, coverage: CoverageView | None = None) -> str:
     """Render the page template; any template problem becomes a TemplateProblem."""
     env = environment(root)
     try:
         template = env.get_template(PAGE_TEMPLATE)
-        return tidy(template.render(page=page))
+        return tidy(template.render(page=page, coverage=coverage))
     except jinja2.TemplateError as exc:
         raise _problem(root, exc) from None
     except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:

@@ -64,7 +64,13 @@ def diagnostic_json(d: Diagnostic, where: Where = HERE) -> dict[str, Any]:
     }
 
 
-def _json(diags: list[Diagnostic], summary: str, where: Where = HERE) -> str:
+def _json(
+    diags: list[Diagnostic],
+    summary: str,
+    where: Where = HERE,
+    extra: dict[str, Any] | None = None,
+) -> str:
+    """`extra` adds top-level keys (check adds the coverage of the scanned SQL)."""
     drift = []
     for d in diags:
         data = d.extra.get("drift")
@@ -78,6 +84,7 @@ def _json(diags: list[Diagnostic], summary: str, where: Where = HERE) -> str:
                 # change touches (and, with --diff, the unified diff).
                 "drift": {"files": drift, "fix": "lockdocs build" if drift else None},
                 "summary": summary,
+                **(extra or {}),
             },
             indent=2,
             sort_keys=True,
@@ -120,6 +127,8 @@ def _sarif(diags: list[Diagnostic], summary: str, where: Where = HERE) -> str:
 
     return sarif(diags, where)
 
+
+json_report = _json
 
 REPORTERS: dict[str, Reporter] = {
     "text": _text,

@@ -44,6 +44,7 @@ FAMILIES = {
     "LD4": "Exceptions",
     "LD5": "Declared rules",
     "LD6": "Generated docs",
+    "LD7": "Declarations against the code",
 }
 
 
@@ -98,6 +99,7 @@ def fixed_example(
 def load_all() -> dict[str, RuleInfo]:
     """Import every rule module so the registry is complete."""
     from lockdocs.rules import (  # noqa: F401 - imported for their registrations
+        codescan,
         declarations,
         declared,
         generated,

@@ -204,6 +204,22 @@ LOCK = _obj(
             "type": "boolean",
             "description": "Other tables reference this row through foreign keys.",
         },
+        "references": {
+            "type": "array",
+            "description": (
+                "The foreign keys into this lock's table: rows of a child table point at it "
+                "through a column. Inserting a child row, or updating that column, takes FOR KEY "
+                "SHARE on the parent row; lockdocs scan reports it at the statement."
+            ),
+            "items": _obj(
+                "One foreign key: child table T references this table through column C.",
+                {
+                    "table": _s("The child table, e.g. core.entitlements."),
+                    "column": _s("The child's referencing column, e.g. resource_key_id."),
+                },
+                ["table", "column"],
+            ),
+        },
         "singleton": {
             "type": "boolean",
             "description": (
@@ -553,6 +569,18 @@ def locks_schema() -> dict[str, Any]:
                 pattern=r"^https?://",
             ),
             "paths": _s("The folder of path files, relative to locks.yaml; paths/ by default."),
+            "code": {
+                "type": "array",
+                "description": (
+                    "Where the project's SQL lives: glob patterns relative to locks.yaml (** "
+                    "matches any depth). .sql files are read whole (sqlc query files, "
+                    "migrations, function definitions); in .py and .go files every string "
+                    "literal that parses as SQL is read. When set, lockdocs check compares the "
+                    "locks this SQL takes with the declarations; nothing is scanned otherwise."
+                ),
+                "items": {"type": "string", "minLength": 1},
+                "minItems": 1,
+            },
             "transactions": {
                 "type": "object",
                 "description": "Transaction kinds by id.",

@@ -1,0 +1,287 @@
+"""LD7xx: the declarations against the code. With `code:` set, `lockdocs check` scans the SQL
+it names (lockdocs.scan) and compares every lock found with the declarations.
+
+The comparison lives in lockdocs/scan/compare.py (the scanner sits above the rules); the codes,
+their docs and their examples are registered here like every other rule's. A finding located in
+the SQL can be waived there with `-- lockdocs: ignore LD7xx reason`.
+"""
+
+from __future__ import annotations
+
+from lockdocs.diagnostics import Severity
+from lockdocs.rules.registry import RuleInfo, fixed_example, register
+
+_LOCKS = """\
+lockdocs: 1
+page: {title: Locks}
+code: ["db/*.sql"]
+locks:
+  account:
+    title: Account row
+    kind: row
+    table: app.accounts
+    modes: {for update: every writer}
+    taken_by:
+      - {name: LockAccount, kind: query}
+"""
+
+_QUERIES = """\
+-- name: LockAccount :one
+SELECT id, balance FROM app.accounts WHERE id = $1 FOR UPDATE;
+"""
+
+_ADVISORY = """\
+lockdocs: 1
+page: {title: Locks}
+code: ["db/*.sql"]
+locks:
+  ledger:
+    title: Ledger
+    kind: advisory
+    key: {hashtextextended: {prefix: "ledger:", parts: [ledger id]}}
+    modes: {exclusive: posting}
+    taken_by:
+      - {name: LockLedger, kind: query}
+"""
+
+_LEDGER_SQL = """\
+-- name: LockLedger :exec
+SELECT pg_advisory_xact_lock(hashtextextended('ledger:' || $1::text, 0));
+"""
+
+
+def _doc(
+    code: str,
+    name: str,
+    severity: Severity,
+    summary: str,
+    what: str,
+    why: str,
+    example: dict[str, str],
+    use_instead: dict[str, str | tuple[str, str]],
+) -> None:
+    register(
+        RuleInfo(
+            code,
+            name,
+            severity,
+            summary,
+            what,
+            why,
+            example,
+            fixed_example(example, use_instead),
+        )
+    )
+
+
+_doc(
+    "LD701",
+    "stale-taker",
+    Severity.ERROR,
+    "A declared taker names no code that takes the lock.",
+    "Looks up every taker in `taken_by` (its name and its `via`) in the scanned code: a sqlc "
+    "query name, a SQL function, or the Python or Go function around a literal. Reports a taker "
+    "that names nothing there, or names code that takes no lock of that kind; a take step's "
+    "`via` is checked the same way when no taker of the lock covers it. A taker of kind "
+    "`function` with no `via` is only looked up when source files are scanned.",
+    "A query that was renamed or deleted leaves the page naming code that no longer exists, and "
+    "the lock order it documents is then a guess.",
+    {
+        "locks.yaml": _LOCKS,
+        "db/queries.sql": _QUERIES.replace("LockAccount :one", "LockAccountForUpdate :one"),
+    },
+    {"locks.yaml": ("name: LockAccount,", "name: LockAccountForUpdate,")},
+)
+
+_doc(
+    "LD702",
+    "undeclared-lock",
+    Severity.ERROR,
+    "The code takes a declared lock (or an explicit row lock) that no declaration names.",
+    "Reports, at the statement, a lock whose table or key belongs to a declared lock when no "
+    "taker and no step's `via` names the statement, and an explicit locking clause on a table "
+    "no lock declares. UPDATE and DELETE count with the row locks they take implicitly; on a "
+    "table that no lock declares they are left alone.",
+    "A new `FOR UPDATE`, or a second writer of a serializing row, that the page does not list "
+    "is exactly the lock a reader of the page will not think of when the next deadlock comes.",
+    {
+        "locks.yaml": _LOCKS,
+        "db/queries.sql": _QUERIES
+        + "\n-- name: DebitAccount :exec\n"
+        + "UPDATE app.accounts SET balance = balance - $2 WHERE id = $1;\n",
+    },
+    {
+        "locks.yaml": (
+            "    modes: {for update: every writer}\n    taken_by:\n      - {name: LockAccount, kind: query}\n",
+            "    modes: {for update: LockAccount, for no key update: DebitAccount}\n"
+            "    taken_by:\n      - {name: LockAccount, kind: query, mode: for update}\n"
+            "      - {name: DebitAccount, kind: statement, mode: for no key update}\n",
+        )
+    },
+)
+
+_doc(
+    "LD703",
+    "mode-mismatch",
+    Severity.ERROR,
+    "The code takes the lock in another mode than declared.",
+    "Compares the strongest mode a statement takes a lock in with the taker's `mode:` (or the "
+    "lock's modes, or the step's mode); also NOWAIT and SKIP LOCKED against `option:` and "
+    "`options:`, and a session-level advisory call against a transaction-scoped lock.",
+    "The lock-order analysis decides what waits for what from the declared modes: FOR UPDATE "
+    "blocks a foreign-key check that FOR NO KEY UPDATE lets through, so a wrong mode gives a "
+    "wrong answer.",
+    {
+        "locks.yaml": _LOCKS,
+        "db/queries.sql": _QUERIES.replace("FOR UPDATE", "FOR NO KEY UPDATE"),
+    },
+    {"db/queries.sql": ("FOR NO KEY UPDATE", "FOR UPDATE")},
+)
+
+_doc(
+    "LD704",
+    "table-mismatch",
+    Severity.ERROR,
+    "A taker's statement locks rows of another table than the lock's.",
+    "Reports, at the statement, a taker whose code takes row (or table) locks, none of them on "
+    "the declared table.",
+    "The declaration then documents a lock the code does not take, and misses the one it does.",
+    {
+        "locks.yaml": _LOCKS,
+        "db/queries.sql": _QUERIES.replace("app.accounts", "app.account_holds"),
+    },
+    {"db/queries.sql": ("app.account_holds", "app.accounts")},
+)
+
+_doc(
+    "LD705",
+    "key-mismatch",
+    Severity.ERROR,
+    "A taker builds its advisory key differently from the declaration.",
+    "Reads the key expression of every advisory call (the hash function, the literal prefix, "
+    "the runtime parts and the separators between them, the seed, a constant, the two-int4 "
+    "form) and reports each way it differs from the declared `key:`, at the call.",
+    "Two families are kept apart only by their prefix and hash; a key built with 'ledger-' "
+    "where 'ledger:' is declared is a different lock from the one the page analyses.",
+    {
+        "locks.yaml": _ADVISORY,
+        "db/queries.sql": _LEDGER_SQL.replace("'ledger:'", "'ledger-'"),
+    },
+    {"db/queries.sql": ("'ledger-'", "'ledger:'")},
+)
+
+_doc(
+    "LD706",
+    "unknown-key",
+    Severity.ERROR,
+    "An advisory key matches no declared lock.",
+    "Reports an advisory call whose key construction matches no declared advisory lock and "
+    "whose statement no declaration names; a key passed in as a parameter is reported the "
+    "same way, since nothing ties it to a family.",
+    "An advisory lock the declarations do not know is invisible to the key-collision and "
+    "lock-order checks.",
+    {
+        "locks.yaml": _ADVISORY,
+        "db/queries.sql": _LEDGER_SQL
+        + "\n-- name: LockReport :exec\n"
+        + "SELECT pg_advisory_xact_lock(hashtextextended('report:' || $1::text, 0));\n",
+    },
+    {
+        "locks.yaml": _ADVISORY
+        + """\
+  report:
+    title: Report
+    kind: advisory
+    key: {hashtextextended: {prefix: "report:", parts: [report id]}}
+    modes: {exclusive: rendering}
+    taken_by:
+      - {name: LockReport, kind: query}
+""",
+    },
+)
+
+_doc(
+    "LD707",
+    "bad-waiver",
+    Severity.ERROR,
+    "A waiver comment in the SQL gives no reason or names no LD7xx code.",
+    "Reads every `-- lockdocs:` comment; it must say `ignore`, one or more LD7xx codes, and "
+    "why the finding does not apply.",
+    "A waiver without a reason hides a finding without telling the next reader why it is safe.",
+    {
+        "locks.yaml": _LOCKS,
+        "db/queries.sql": _QUERIES
+        + "\n-- name: DebitAccount :exec\n-- lockdocs: ignore LD702\n"
+        + "UPDATE app.accounts SET balance = balance - $2 WHERE id = $1;\n",
+    },
+    {
+        "db/queries.sql": (
+            "ignore LD702\n",
+            "ignore LD702 the debit only runs under LockAccount, which is declared\n",
+        )
+    },
+)
+
+_doc(
+    "LD708",
+    "unused-waiver",
+    Severity.WARNING,
+    "A waiver comment in the SQL waives nothing.",
+    "Reports a `-- lockdocs: ignore` comment whose statement has no finding of the codes it "
+    "names, like an unused `noqa`.",
+    "A waiver left behind after a fix would silently cover the next, different problem of the "
+    "same statement.",
+    {
+        "locks.yaml": _LOCKS,
+        "db/queries.sql": "-- lockdocs: ignore LD703 written before the mode was fixed\n"
+        + _QUERIES,
+    },
+    {"db/queries.sql": ("-- lockdocs: ignore LD703 written before the mode was fixed\n", "")},
+)
+
+_doc(
+    "LD709",
+    "sql-syntax",
+    Severity.WARNING,
+    "A statement in the scanned SQL does not parse; it is skipped.",
+    "Parses every statement with Postgres's own parser (pglast), PL/pgSQL bodies included, and "
+    "reports one that fails at the position of the error; the other statements of the file are "
+    "still read.",
+    "A statement lockdocs cannot read is a statement whose locks it cannot compare.",
+    {
+        "locks.yaml": _LOCKS,
+        "db/queries.sql": _QUERIES + "\n-- name: Broken :exec\nSELEC 1;\n",
+    },
+    {"db/queries.sql": ("SELEC 1;", "SELECT 1;")},
+)
+
+_doc(
+    "LD710",
+    "unreadable-code",
+    Severity.WARNING,
+    "A file that `code:` matches cannot be scanned; it is skipped.",
+    "Reports a file that is not .sql, .py or .go, is not UTF-8, holds a NUL byte, is larger "
+    "than 4 MiB, or (Python) does not parse.",
+    "A pattern that sweeps in other files reads nothing from them; saying so keeps the "
+    "coverage figures honest.",
+    {
+        "locks.yaml": _LOCKS.replace('["db/*.sql"]', '["db/*"]'),
+        "db/queries.sql": _QUERIES,
+        "db/README.md": "Queries for the accounts service.\n",
+    },
+    {"locks.yaml": ('["db/*"]', '["db/*.sql"]')},
+)
+
+_doc(
+    "LD711",
+    "empty-code-glob",
+    Severity.WARNING,
+    "A `code:` pattern matches no file.",
+    "Reports, at the pattern in locks.yaml, a glob that matches no file under the project.",
+    "A misspelt folder would make the check compare the declarations with no code at all.",
+    {
+        "locks.yaml": _LOCKS.replace('["db/*.sql"]', '["db/*.sql", "sql/*.sql"]'),
+        "db/queries.sql": _QUERIES,
+    },
+    {"locks.yaml": ('["db/*.sql", "sql/*.sql"]', '["db/*.sql"]')},
+)

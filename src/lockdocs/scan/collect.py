@@ -1,0 +1,328 @@
+"""The files of `code:` (or of the command line) -> one `ScanResult`: every lock, resolved.
+
+Each file is scanned once per content (the cache); what depends on several files or on the
+declarations is settled here: an UPDATE takes FOR UPDATE when the scanned DDL shows it sets a
+column of a unique key and FOR NO KEY UPDATE otherwise, and an INSERT into (or an UPDATE of the
+column of) a table that a declared `references:` names takes FOR KEY SHARE on the parent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from lockdocs import model as m
+from lockdocs.diagnostics import Diagnostic, Location, Severity
+from lockdocs.scan.cache import Cache, content_key
+from lockdocs.scan.found import FileScan, FoundLock, Site, Warning
+from lockdocs.scan.sources import file_kind, go_units, python_module, python_units
+
+MAX_BYTES = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Item:
+    """One lock, resolved, with the file and statement it is in."""
+
+    file: str
+    lock: FoundLock
+    site: Site
+
+
+@dataclass
+class ScanResult:
+    files: list[tuple[str, FileScan]] = field(default_factory=list)
+    items: list[Item] = field(default_factory=list)
+    warnings: list[Diagnostic] = field(default_factory=list)
+    patterns: tuple[str, ...] = ()
+
+    def names(self) -> dict[str, list[tuple[str, Site]]]:
+        """Every name a scanned statement answers to -> the statements."""
+        out: dict[str, list[tuple[str, Site]]] = {}
+        for rel, fs in self.files:
+            for site in fs.sites:
+                for alias in site.aliases:
+                    out.setdefault(alias, []).append((rel, site))
+        return out
+
+
+def same_table(found: str, declared: str) -> bool:
+    """core.pools matches core.pools, and a bare pools (the search path) matches it too."""
+    if found == declared:
+        return True
+    return "." not in found and declared.rsplit(".", 1)[-1] == found
+
+
+def _warning(rel: str, line: int, col: int, code: str, message: str, hint: str) -> Diagnostic:
+    return Diagnostic(code, Severity.WARNING, message, Location(rel, line, col), hint)
+
+
+def glob_files(
+    root: Path, globs: Iterable[m.CodeGlob]
+) -> tuple[list[tuple[str, Path]], list[Diagnostic]]:
+    """The files the globs match, sorted and once each; a glob that matches none is a
+    warning at the glob."""
+    found: dict[str, Path] = {}
+    diags: list[Diagnostic] = []
+    base = root.resolve()
+    for g in globs:
+        hits = 0
+        for p in sorted(base.glob(g.pattern)):
+            if not p.is_file():
+                continue
+            try:
+                rel = p.resolve().relative_to(base).as_posix()
+            except ValueError:
+                continue  # a symlink out of the project
+            hits += 1
+            found.setdefault(rel, p)
+        if not hits:
+            diags.append(
+                Diagnostic(
+                    "LD711",
+                    Severity.WARNING,
+                    f"code: '{g.pattern}' matches no file",
+                    g.location,
+                    "fix the pattern (relative to the folder of locks.yaml; ** matches any "
+                    "depth), or remove it",
+                )
+            )
+    return sorted(found.items()), diags
+
+
+def path_files(paths: Iterable[Path], root: Path) -> tuple[list[tuple[str, Path]], list[str]]:
+    """Files named on the command line (a folder means every file under it); names that do
+    not exist are returned apart."""
+    out: dict[str, Path] = {}
+    missing: list[str] = []
+    base = root.resolve()
+    for p in paths:
+        if not p.exists():
+            missing.append(str(p))
+            continue
+        for f in sorted(p.rglob("*")) if p.is_dir() else [p]:
+            if not f.is_file() or (p.is_dir() and file_kind(f.name) is None):
+                continue
+            try:
+                rel = f.resolve().relative_to(base).as_posix()
+            except ValueError:
+                rel = f.as_posix()
+            out.setdefault(rel, f)
+    return sorted(out.items()), missing
+
+
+def _read(rel: str, path: Path) -> tuple[bytes | None, FileScan | None]:
+    kind = file_kind(rel)
+    if kind is None:
+        return None, FileScan(
+            "none",
+            warnings=(
+                Warning(
+                    1,
+                    1,
+                    "LD710",
+                    "not a SQL, Python or Go file; skipped",
+                    "code: globs should match .sql, .py or .go files only",
+                ),
+            ),
+        )
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return None, FileScan(
+            kind,
+            warnings=(Warning(1, 1, "LD710", f"cannot read the file: {exc.strerror}", "check it"),),
+        )
+    if len(data) > MAX_BYTES:
+        return None, FileScan(
+            kind,
+            warnings=(
+                Warning(
+                    1,
+                    1,
+                    "LD710",
+                    f"the file is over {MAX_BYTES // (1024 * 1024)} MiB; skipped",
+                    "split it, or leave it out of code:",
+                ),
+            ),
+        )
+    return data, None
+
+
+def _unreadable(data: bytes) -> Warning | None:
+    nul = data.find(b"\0")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        head = data[: exc.start]
+        line = head.count(b"\n") + 1
+        col = len(head[head.rfind(b"\n") + 1 :].decode("utf-8", "replace")) + 1
+        return Warning(
+            line,
+            col,
+            "LD710",
+            f"byte 0x{data[exc.start]:02x} is not UTF-8; the file is skipped",
+            "save the file as UTF-8",
+        )
+    if nul != -1:
+        line = text.count("\n", 0, nul) + 1
+        return Warning(
+            line,
+            nul - text.rfind("\n", 0, nul),
+            "LD710",
+            "a NUL byte: this is not a text file; skipped",
+            "leave binary files out of code:",
+        )
+    return None
+
+
+def scan_text(rel: str, kind: str, data: bytes) -> FileScan:
+    """One file's scan, from its bytes alone."""
+    bad = _unreadable(data)
+    if bad is not None:
+        return FileScan(kind, warnings=(bad,))
+    from lockdocs.scan.sqltext import Analyser, Result  # pglast: only when a file is read
+
+    text = data.decode("utf-8").removeprefix("\ufeff")
+    result = Result()
+    analyser = Analyser(text, result)
+    if kind == "sql":
+        from lockdocs.scan.sources import Unit
+
+        analyser.add(Unit(text))
+    else:
+        try:
+            units = python_units(text, python_module(rel)) if kind == "python" else go_units(text)
+        except (SyntaxError, ValueError) as exc:
+            line = getattr(exc, "lineno", None) or 1
+            col = getattr(exc, "offset", None) or 1
+            msg = getattr(exc, "msg", None) or str(exc)
+            return FileScan(
+                kind,
+                warnings=(
+                    Warning(
+                        line,
+                        col,
+                        "LD710",
+                        f"not valid Python ({msg}); skipped",
+                        "fix the syntax error",
+                    ),
+                ),
+            )
+        for unit in units:
+            analyser.add(unit)
+    return FileScan(
+        kind,
+        sites=tuple(result.sites),
+        locks=tuple(result.locks),
+        keys=_keys(result.keys),
+        waivers=tuple(result.waivers),
+        warnings=tuple(result.warnings),
+        names=tuple(sorted(result.names)),
+    )
+
+
+def _keys(
+    pairs: list[tuple[str, tuple[str, ...]]],
+) -> tuple[tuple[str, tuple[tuple[str, ...], ...]], ...]:
+    by_table: dict[str, list[tuple[str, ...]]] = {}
+    for table, cols in pairs:
+        if cols not in by_table.setdefault(table, []):
+            by_table[table].append(cols)
+    return tuple(sorted((t, tuple(c)) for t, c in by_table.items()))
+
+
+def _cached(raw: object) -> FileScan | None:
+    """A cache entry back as a FileScan; a damaged one is as good as none."""
+    if raw is None:
+        return None
+    try:
+        return FileScan.from_json(raw)  # type: ignore[arg-type]
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError):
+        return None
+
+
+def scan_files(
+    root: Path,
+    files: list[tuple[str, Path]],
+    references: list[tuple[str, m.Reference]],
+    *,
+    complete: bool,
+) -> ScanResult:
+    cache = Cache(root)
+    result = ScanResult()
+    for rel, path in files:
+        data, early = _read(rel, path)
+        if early is not None:
+            fs = early
+        else:
+            assert data is not None
+            kind = file_kind(rel) or "sql"
+            key = content_key(kind, data)
+            hit = _cached(cache.get(key))
+            if hit is None:
+                hit = scan_text(rel, kind, data)
+                cache.put(key, hit.to_json())
+            fs = hit
+        result.files.append((rel, fs))
+        for w in fs.warnings:
+            result.warnings.append(_warning(rel, w.line, w.column, w.code, w.message, w.hint))
+    cache.save(complete=complete)
+    result.items = resolve(result.files, references)
+    return result
+
+
+def resolve(
+    files: list[tuple[str, FileScan]], references: list[tuple[str, m.Reference]]
+) -> list[Item]:
+    """Writes -> the row locks they take, given every file's unique keys and the declared
+    foreign keys (parent table, reference)."""
+    keys: dict[str, list[tuple[str, ...]]] = {}
+    for _, fs in files:
+        for table, cols in fs.keys:
+            keys.setdefault(table, []).extend(cols)
+            keys.setdefault(table.rsplit(".", 1)[-1], []).extend(cols)
+    items: list[Item] = []
+    for rel, fs in files:
+        for lk in fs.locks:
+            site = fs.sites[lk.site]
+            if lk.kind == "write":
+                table = lk.table or ""
+                if lk.implicit in ("update", "upsert"):
+                    sets = set(lk.columns)
+                    strong = any(sets & set(k) for k in keys.get(table, ()))
+                    items.append(
+                        Item(
+                            rel,
+                            replace(
+                                lk, kind="row", mode="for update" if strong else "for no key update"
+                            ),
+                            site,
+                        )
+                    )
+                for parent, ref in references:
+                    if not same_table(table, ref.table):
+                        continue
+                    fills = (
+                        lk.implicit == "insert" and (not lk.columns or ref.column in lk.columns)
+                    ) or (lk.implicit in ("update", "upsert") and ref.column in lk.columns)
+                    if fills:
+                        items.append(
+                            Item(
+                                rel,
+                                replace(
+                                    lk,
+                                    kind="row",
+                                    mode="for key share",
+                                    table=parent,
+                                    implicit="foreign key",
+                                    columns=(ref.column,),
+                                ),
+                                site,
+                            )
+                        )
+                continue
+            items.append(Item(rel, lk, site))
+    items.sort(key=lambda i: (i.file, i.lock.line, i.lock.column, i.lock.kind, i.lock.table or ""))
+    return items

@@ -1,0 +1,527 @@
+"""The scan against the declarations: findings (LD701-LD708) and coverage.
+
+A declared name (a taker, a name in its `via`, a name in a take step's `via`) is matched with
+every scanned statement that answers to it: a sqlc query name, a SQL function, or the source
+function (or constant) that holds a literal, by any dotted suffix. A found lock belongs to a
+declared lock by its table (row and table locks) or its key construction (advisory locks).
+Findings in the SQL can be waived there (`-- lockdocs: ignore LD7xx reason`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from lockdocs import model as m
+from lockdocs.diagnostics import Diagnostic, Location, Severity
+from lockdocs.scan.collect import Item, ScanResult, same_table
+from lockdocs.scan.found import Site
+from lockdocs.scan.keyshape import describe, key_differences
+
+SQL_KINDS = ("query", "sql-function", "statement")
+_ROW_ORDER = ["for key share", "for share", "for no key update", "for update"]
+_STRENGTH = {
+    **{mode: i for i, mode in enumerate(_ROW_ORDER)},
+    "shared": 0,
+    "exclusive": 1,
+}
+
+
+@dataclass(frozen=True)
+class Decl:
+    """One declaration that names code for a lock: a taker, or a take step's via."""
+
+    lock: str
+    names: tuple[str, ...]
+    location: Location
+    mode: str | None = None
+    option: str | None = None
+    taker: m.Taker | None = None
+
+
+@dataclass
+class LockCoverage:
+    takers: int = 0
+    takers_found: int = 0
+    statements: int = 0
+    statements_declared: int = 0
+    statements_waived: int = 0
+    missing: list[str] = field(default_factory=list)  # takers not found
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "takers": self.takers,
+            "takers_found": self.takers_found,
+            "statements": self.statements,
+            "statements_declared": self.statements_declared,
+            "statements_waived": self.statements_waived,
+            "takers_missing": self.missing,
+        }
+
+
+@dataclass
+class Coverage:
+    patterns: tuple[str, ...]
+    files: int
+    locks: dict[str, LockCoverage]
+    unmatched: int = 0  # locking statements on no declared lock
+
+    def total(self, attr: str) -> int:
+        return sum(int(getattr(c, attr)) for c in self.locks.values())
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "patterns": list(self.patterns),
+            "files": self.files,
+            "takers": self.total("takers"),
+            "takers_found": self.total("takers_found"),
+            "statements": self.total("statements"),
+            "statements_declared": self.total("statements_declared"),
+            "statements_waived": self.total("statements_waived"),
+            "statements_on_no_lock": self.unmatched,
+            "locks": {lid: c.to_json() for lid, c in sorted(self.locks.items())},
+        }
+
+
+def plain_name(name: str) -> str:
+    """Go's method notation pkg.(*T).M is the same name as pkg.T.M."""
+    return name.replace("(*", "").replace("(", "").replace(")", "")
+
+
+def _walk(steps: Iterable[m.Step]) -> Iterator[m.Step]:
+    for s in steps:
+        yield s
+        if isinstance(s, m.Loop):
+            yield from _walk(s.steps)
+        elif isinstance(s, m.Branches):
+            for _, alt in s.alternatives:
+                yield from _walk(alt)
+
+
+def declarations(model: m.Model) -> tuple[dict[str, list[Decl]], dict[str, list[Decl]]]:
+    """(takers by lock, take steps with a via by lock)."""
+    takers: dict[str, list[Decl]] = {}
+    steps: dict[str, list[Decl]] = {}
+    for lid, lock in model.locks.items():
+        takers[lid] = [
+            Decl(lid, (t.name, *t.via), t.location or lock.location, t.mode, None, t)
+            for t in lock.takers
+        ]
+    for path in model.paths.values():
+        for s in _walk(path.steps):
+            if isinstance(s, m.Take) and s.via:
+                steps.setdefault(s.lock, []).append(
+                    Decl(s.lock, s.via, s.location, s.mode, s.option)
+                )
+    return takers, steps
+
+
+def _lock_kind(lock: m.Lock) -> str:
+    return lock.kind
+
+
+def _tables(lock: m.Lock) -> list[str]:
+    out = [lock.table] if lock.table else []
+    out += [b.table for b in lock.backends if b.table and b.kind in ("row", "table")]
+    return out
+
+
+def matches_shape(item: Item, lock: m.Lock) -> bool | None:
+    """Whether a found lock is an instance of a declared one; None when the SQL cannot say
+    (an advisory key passed in as a parameter)."""
+    lk = item.lock
+    if lk.kind != lock.kind:
+        return False
+    if lk.kind in ("row", "table"):
+        return any(same_table(lk.table or "", t) for t in _tables(lock))
+    if lock.key is None or lk.shape is None:
+        return None
+    diffs = key_differences(lk.shape, lock.key)
+    return None if diffs is None else not diffs
+
+
+def _stmt(item: Item) -> str:
+    return f"'{item.site.name}'" if item.site.name else "this statement"
+
+
+_IMPLICIT = {
+    "update": ", the row lock of an UPDATE",
+    "upsert": ", the row lock of INSERT ... ON CONFLICT DO UPDATE",
+    "delete": ", the row lock of a DELETE",
+    "foreign key": ", the foreign-key check of a write",
+}
+
+
+def describe_lock(item: Item) -> str:
+    lk = item.lock
+    if lk.kind == "advisory":
+        return f"{lk.function}({lk.key or ''})"
+    if lk.kind == "table":
+        return f"LOCK TABLE {lk.table} IN {lk.mode.upper()} MODE"
+    option = f" {lk.option.upper()}" if lk.option else ""
+    return f"{lk.mode.upper()}{option} on {lk.table}{_IMPLICIT.get(lk.implicit or '', '')}"
+
+
+def _loc(item: Item) -> Location:
+    return Location(item.file, item.lock.line, item.lock.column)
+
+
+class Comparison:
+    def __init__(self, model: m.Model, scan: ScanResult) -> None:
+        self.model = model
+        self.scan = scan
+        self.takers, self.steps = declarations(model)
+        self.names = scan.names()
+        self.found: list[Diagnostic] = []
+        self.sources = any(fs.kind in ("python", "go") for _, fs in scan.files)
+        # lock id -> every name declared for it
+        self.declared: dict[str, set[str]] = {
+            lid: {
+                plain_name(n)
+                for d in [*self.takers.get(lid, []), *self.steps.get(lid, [])]
+                for n in d.names
+            }
+            for lid in model.locks
+        }
+        self.by_site: dict[tuple[str, int, int], list[Item]] = {}
+        self.by_name: dict[str, list[Item]] = {}
+        for it in scan.items:
+            self.by_site.setdefault(_site_key(it.file, it.site), []).append(it)
+            if it.site.name:
+                self.by_name.setdefault(it.site.name, []).append(it)
+        self.locks = {lid: lk for lid, lk in model.locks.items() if lk.kind != "memory"}
+        self.file_scans = dict(scan.files)
+        # Candidate locks by the last part of their table, and the advisory ones: a found
+        # lock is compared with these only.
+        self.by_table: dict[str, list[str]] = {}
+        self.advisory = [lid for lid, lk in self.locks.items() if lk.kind == "advisory"]
+        for lid, lk in self.locks.items():
+            for t in _tables(lk):
+                self.by_table.setdefault(t.rsplit(".", 1)[-1], []).append(lid)
+
+    # -- what a name finds ------------------------------------------------------------------------
+
+    def sites_named(self, names: Iterable[str]) -> list[tuple[str, Site]]:
+        out: dict[tuple[str, int, int], tuple[str, Site]] = {}
+        for n in names:
+            for rel, site in self.names.get(plain_name(n), ()):
+                out.setdefault(_site_key(rel, site), (rel, site))
+        return [out[k] for k in sorted(out)]
+
+    def items_of(self, sites: list[tuple[str, Site]]) -> list[Item]:
+        return [it for rel, s in sites for it in self.by_site.get(_site_key(rel, s), [])]
+
+    # -- the declarations' side -------------------------------------------------------------------
+
+    def check_decl(self, d: Decl, lock: m.Lock, cov: LockCoverage | None) -> None:
+        sites = self.sites_named(d.names)
+        items = self.items_of(sites)
+        of_lock = [
+            it for it in items if matches_shape(it, lock) is not False and it.lock.kind == lock.kind
+        ]
+        if of_lock:
+            if cov is not None:
+                cov.takers_found += 1
+            self.check_modes(d, lock, of_lock)
+            return
+        what = d.names[0] if d.taker else " -> ".join(d.names)
+        if d.taker is None:
+            taker_names = {n for t in self.takers.get(lock.id, []) for n in t.names}
+            if set(d.names) & taker_names or not sites:
+                return  # the taker's own check speaks for it, or the step names no SQL
+        elif cov is not None:
+            cov.missing.append(d.taker.name)
+        same_kind = [it for it in items if it.lock.kind == lock.kind]
+        if same_kind:
+            self.mismatch(d, lock, same_kind)
+            return
+        if sites:
+            rel, site = sites[0]
+            self.add(
+                "LD701",
+                f"{'taker' if d.taker else 'via'} '{what}' of lock '{lock.id}' is found at "
+                f"{rel}:{site.line}, but that code takes no {lock.kind} lock",
+                d.location,
+                f"the code no longer takes '{lock.id}': remove the declaration, or restore the lock",
+                locks=(lock.id,),
+            )
+            return
+        assert d.taker is not None
+        t = d.taker
+        if not (t.kind in SQL_KINDS or t.via or (self.sources and t.kind != "transaction-kind")):
+            return  # a function whose source is not scanned: coverage counts it, no finding
+        looked = ", ".join(f"'{n}'" for n in d.names)
+        self.add(
+            "LD701",
+            f"taker '{t.name}' of lock '{lock.id}' names nothing in the scanned code "
+            f"(looked for {looked})",
+            d.location,
+            "the query or function is gone or renamed: update taken_by (and the paths' via), "
+            "or add the file that defines it to code:",
+            details=("scanned: " + ", ".join(self.scan.patterns),) if self.scan.patterns else (),
+            locks=(lock.id,),
+        )
+
+    def mismatch(self, d: Decl, lock: m.Lock, items: list[Item]) -> None:
+        first = items[0]
+        if lock.kind in ("row", "table"):
+            tables = sorted({it.lock.table or "" for it in items})
+            self.add(
+                "LD704",
+                f"{_stmt(first)} is declared to take '{lock.id}' ({lock.table}), but it locks "
+                f"rows of {', '.join(tables)}",
+                _loc(first),
+                f"fix the table in the SQL, or the table: of '{lock.id}' (or its taker) in "
+                "locks.yaml",
+                details=(f"declared at {d.location}",),
+                locks=(lock.id,),
+                item=first,
+            )
+            return
+        assert lock.key is not None
+        for it in items:
+            diffs = key_differences(it.lock.shape, lock.key) if it.lock.shape else None
+            if diffs:
+                self.add(
+                    "LD705",
+                    f"{_stmt(it)} is declared to take '{lock.id}', but builds its key "
+                    f"differently: {'; '.join(diffs)}",
+                    _loc(it),
+                    f"build the key as '{lock.id}' declares it, or fix the key: of '{lock.id}'",
+                    details=(f"key as written: {it.lock.key}", f"declared at {d.location}"),
+                    locks=(lock.id,),
+                    item=it,
+                )
+                return
+
+    def check_modes(self, d: Decl, lock: m.Lock, items: list[Item]) -> None:
+        strongest = max(items, key=lambda it: _STRENGTH.get(it.lock.mode, 0))
+        found = strongest.lock.mode
+        expected = {d.mode} if d.mode else set(lock.mode_names)
+        if found not in expected:
+            self.add(
+                "LD703",
+                f"{_stmt(strongest)} takes '{lock.id}' {found.upper()}, but it is declared "
+                f"{' or '.join(sorted(x.upper() for x in expected))}",
+                _loc(strongest),
+                "make the SQL and the declaration agree: change the locking clause, or the "
+                "mode in locks.yaml",
+                details=(f"declared at {d.location}",),
+                locks=(lock.id,),
+                item=strongest,
+            )
+        if lock.kind == "row":
+            declared = {d.option} if d.option else set(lock.options)
+            for it in items:
+                if it.lock.implicit:
+                    continue
+                if it.lock.option and it.lock.option not in declared:
+                    self.add(
+                        "LD703",
+                        f"{_stmt(it)} takes '{lock.id}' {it.lock.option.upper()}, which is not "
+                        "declared",
+                        _loc(it),
+                        f"add option: {it.lock.option} to the step (or options: to the lock), "
+                        "or drop it from the SQL",
+                        details=(f"declared at {d.location}",),
+                        locks=(lock.id,),
+                        item=it,
+                    )
+                elif not it.lock.option and declared and d.option:
+                    self.add(
+                        "LD703",
+                        f"{_stmt(it)} takes '{lock.id}' without {d.option.upper()}, which is "
+                        "declared",
+                        _loc(it),
+                        f"add {d.option.upper()} to the locking clause, or drop option: from the step",
+                        details=(f"declared at {d.location}",),
+                        locks=(lock.id,),
+                        item=it,
+                    )
+        if lock.kind == "advisory":
+            for it in items:
+                if it.lock.scope and it.lock.scope != lock.scope:
+                    self.add(
+                        "LD703",
+                        f"{_stmt(it)} takes '{lock.id}' with {it.lock.function}, a "
+                        f"{it.lock.scope}-level lock, but the lock is declared {lock.scope}-scoped",
+                        _loc(it),
+                        "use the pg_advisory_xact_* form for a transaction-scoped lock, or "
+                        f"declare scope: {it.lock.scope}",
+                        details=(f"declared at {d.location}",),
+                        locks=(lock.id,),
+                        item=it,
+                    )
+
+    # -- the code's side --------------------------------------------------------------------------
+
+    def check_items(self, cov: dict[str, LockCoverage]) -> int:
+        """Every found lock against the declarations; returns how many locking statements
+        belong to no declared lock."""
+        counted: set[tuple[str, tuple[str, int, int]]] = set()
+        unmatched: set[tuple[str, int, int]] = set()
+        for it in self.scan.items:
+            key = _site_key(it.file, it.site)
+            aliases = set(it.site.aliases)
+            named = [
+                lid
+                for lid, lk in self.locks.items()
+                if lk.kind == it.lock.kind
+                and aliases
+                and not aliases.isdisjoint(self.declared[lid])
+            ]
+            candidates = (
+                self.advisory
+                if it.lock.kind == "advisory"
+                else self.by_table.get((it.lock.table or "").rsplit(".", 1)[-1], [])
+            )
+            shaped = [
+                lid for lid in dict.fromkeys(candidates) if matches_shape(it, self.locks[lid])
+            ]
+            opaque = it.lock.kind == "advisory" and any(
+                matches_shape(it, self.locks[lid]) is None for lid in named
+            )
+            mine = [lid for lid in named if lid in shaped or opaque]
+            for lid in mine:
+                if (lid, key) not in counted:
+                    counted.add((lid, key))
+                    cov[lid].statements += 1
+                    cov[lid].statements_declared += 1
+            if mine:
+                continue
+            if shaped:
+                lid = shaped[0]
+                if (lid, key) in counted:
+                    continue
+                counted.add((lid, key))
+                cov[lid].statements += 1
+                others = ", ".join(f"'{x}'" for x in shaped)
+                d = self.add(
+                    "LD702",
+                    f"{_stmt(it)} takes lock {others} ({describe_lock(it)}), but no "
+                    "declaration names it",
+                    _loc(it),
+                    (
+                        f"add '{it.site.name}' to taken_by of '{lid}' (or to a path's via), or "
+                        "waive it here with '-- lockdocs: ignore LD702 <reason>'"
+                        if it.site.name
+                        else "name the statement (a sqlc '-- name:' comment, or a function) and "
+                        "declare it as a taker, or waive it here with '-- lockdocs: ignore "
+                        "LD702 <reason>'"
+                    ),
+                    locks=tuple(shaped),
+                    item=it,
+                )
+                if d.waived_by:
+                    cov[lid].statements_waived += 1
+                continue
+            if named and not any(
+                matches_shape(other, self.locks[lid])
+                for other in self.by_name.get(it.site.name or "", [])
+                for lid in named
+            ):
+                continue  # none of its code takes the lock it is declared for: check_decl says it
+            if it.lock.kind == "advisory":
+                unmatched.add(key)
+                assert it.lock.shape is not None
+                self.add(
+                    "LD706",
+                    f"{_stmt(it)} takes the advisory key {it.lock.key}, which matches no "
+                    f"declared lock: {describe(it.lock.shape)}",
+                    _loc(it),
+                    "declare an advisory lock with this key construction and this statement "
+                    "as its taker, or build the key the way a declared lock does",
+                    item=it,
+                )
+            elif not it.lock.implicit:
+                unmatched.add(key)
+                self.add(
+                    "LD702",
+                    f"{_stmt(it)} takes {describe_lock(it)}, and no declared lock is on "
+                    f"{it.lock.table}",
+                    _loc(it),
+                    f"declare a {it.lock.kind} lock with table: {it.lock.table} and this "
+                    "statement as its taker, or waive it here with '-- lockdocs: ignore LD702 "
+                    "<reason>'",
+                    item=it,
+                )
+        return len(unmatched)
+
+    # -- findings and waivers ---------------------------------------------------------------------
+
+    def add(
+        self,
+        code: str,
+        message: str,
+        location: Location,
+        hint: str,
+        *,
+        details: tuple[str, ...] = (),
+        locks: tuple[str, ...] = (),
+        item: Item | None = None,
+    ) -> Diagnostic:
+        d = Diagnostic(code, Severity.ERROR, message, location, hint, details, locks=locks)
+        if item is not None:
+            d = self._waive(d, item)
+        self.found.append(d)
+        return d
+
+    def _waive(self, d: Diagnostic, item: Item) -> Diagnostic:
+        fs = self.file_scans.get(item.file)
+        for w in fs.waivers if fs else ():
+            covers = w.site is not None and fs is not None and fs.sites[w.site] == item.site
+            if w.problem is None and covers and d.code in w.codes:
+                self.used.add((item.file, w.line, w.column))
+                return replace(d, waived_by=f"{item.file}:{w.line}: {w.reason}")
+        return d
+
+    def waiver_findings(self) -> None:
+        for rel, fs in self.scan.files:
+            for w in fs.waivers:
+                loc = Location(rel, w.line, w.column)
+                if w.problem is not None:
+                    self.add(
+                        "LD707",
+                        w.problem,
+                        loc,
+                        "write '-- lockdocs: ignore LD7xx <why the finding does not apply>'",
+                    )
+                elif (rel, w.line, w.column) not in self.used:
+                    self.found.append(
+                        Diagnostic(
+                            "LD708",
+                            Severity.WARNING,
+                            f"this waiver of {', '.join(w.codes)} waives no finding",
+                            loc,
+                            "the finding is gone: delete the comment",
+                        )
+                    )
+
+    def run(self) -> Coverage:
+        self.used: set[tuple[str, int, int]] = set()
+        cov = {lid: LockCoverage() for lid in self.locks}
+        unmatched = self.check_items(cov)
+        for lid, lock in self.locks.items():
+            for d in self.takers.get(lid, []):
+                cov[lid].takers += 1
+                self.check_decl(d, lock, cov[lid])
+            for d in self.steps.get(lid, []):
+                self.check_decl(d, lock, None)
+        self.waiver_findings()
+        return Coverage(
+            self.scan.patterns,
+            len(self.scan.files),
+            cov,
+            unmatched,
+        )
+
+
+def _site_key(rel: str, site: Site) -> tuple[str, int, int]:
+    return (rel, site.line, site.column)
+
+
+def compare(model: m.Model, scan: ScanResult) -> tuple[list[Diagnostic], Coverage]:
+    c = Comparison(model, scan)
+    coverage = c.run()
+    return c.found, coverage

@@ -1,0 +1,496 @@
+"""Files -> SQL texts, each with a map from its characters back to the file's line and column.
+
+A .sql file is one text. In a Python or Go file every string literal is a candidate (a literal
+counts when it parses as SQL, which `sqltext` decides); adjacent literals joined by Python's
+implicit concatenation or Go's `+` are one text. Python is read with `ast` and `tokenize`, Go
+with the small lexer below (comments, runes, interpreted and raw strings). Escapes are decoded
+with a map, so a lock inside an escaped literal still points at its own line and column.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import tokenize
+from bisect import bisect_right
+from dataclasses import dataclass, field
+
+SQL_SUFFIXES = (".sql", ".psql", ".pgsql")
+SOURCE_SUFFIXES = {".py": "python", ".go": "go"}
+
+
+def file_kind(name: str) -> str | None:
+    lower = name.lower()
+    if lower.endswith(SQL_SUFFIXES):
+        return "sql"
+    for suffix, kind in SOURCE_SUFFIXES.items():
+        if lower.endswith(suffix):
+            return kind
+    return None
+
+
+class Lines:
+    """Offsets in a file's text -> 1-based (line, column)."""
+
+    def __init__(self, text: str) -> None:
+        self.starts = [0]
+        find = text.find
+        i = find("\n")
+        while i != -1:
+            self.starts.append(i + 1)
+            i = find("\n", i + 1)
+
+    def at(self, offset: int) -> tuple[int, int]:
+        line = bisect_right(self.starts, offset) - 1
+        return line + 1, offset - self.starts[line] + 1
+
+    def offset(self, line: int, column: int) -> int:
+        return self.starts[min(line, len(self.starts)) - 1] + column - 1
+
+
+@dataclass
+class Unit:
+    """One SQL text. `segments` are (offset in the text, offset in the file) pairs: from each
+    pair on, characters map one to one until the next pair."""
+
+    text: str
+    segments: list[tuple[int, int]] = field(default_factory=lambda: [(0, 0)])
+    name: str | None = None
+    aliases: tuple[str, ...] = ()
+    from_source: bool = False
+
+    def file_offset(self, offset: int) -> int:
+        keys = [s[0] for s in self.segments]
+        i = max(bisect_right(keys, offset) - 1, 0)
+        start, target = self.segments[i]
+        return target + max(offset - start, 0)
+
+
+def driver_placeholders(text: str) -> str | None:
+    """psycopg's placeholders (%s, %b, %t, %(name)s; %% for a percent sign) as $1, keeping
+    every offset, so the text parses as Postgres would receive it; None when a % is not one."""
+    out = []
+    i = 0
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if c != "%":
+            out.append(c)
+            i += 1
+            continue
+        nxt = text[i + 1 : i + 2]
+        if nxt == "%":
+            out.append("% ")
+            i += 2
+        elif nxt in ("s", "b", "t"):
+            out.append("$1")
+            i += 2
+        elif nxt == "(":
+            close = text.find(")", i)
+            if close == -1 or text[close + 1 : close + 2] not in ("s", "b", "t"):
+                return None
+            width = close + 2 - i
+            out.append("$1" + " " * (width - 2))
+            i += width
+        else:
+            return None
+    return "".join(out)
+
+
+def dotted_aliases(parts: list[str]) -> tuple[str, ...]:
+    """'pkg.Recv.Method' answers to every dotted suffix: Recv.Method, Method."""
+    return tuple(".".join(parts[i:]) for i in range(len(parts)))
+
+
+# --- Python ------------------------------------------------------------------------------------
+
+_PY_SIMPLE = {
+    "\n": "",
+    "\\": "\\",
+    "'": "'",
+    '"': '"',
+    "a": "\a",
+    "b": "\b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+    "v": "\v",
+}
+
+
+def _py_token(tok: str, start: int) -> tuple[str, list[tuple[int, int]]] | None:
+    """A Python string token's value and segments (offsets relative to the value); None for
+    bytes and f-strings."""
+    i = 0
+    while tok[i] not in "'\"":
+        i += 1
+    prefix = tok[:i].lower()
+    if "b" in prefix or "f" in prefix:
+        return None
+    quote = tok[i : i + 3] if tok[i : i + 3] in ('"""', "'''") else tok[i]
+    body_start = i + len(quote)
+    body = tok[body_start : len(tok) - len(quote)]
+    base = start + body_start
+    if "r" in prefix or "\\" not in body:
+        return body, [(0, base)]
+    out: list[str] = []
+    segs: list[tuple[int, int]] = [(0, base)]
+    n = 0
+    j = 0
+    while j < len(body):
+        c = body[j]
+        if c != "\\" or j + 1 >= len(body):
+            out.append(c)
+            n += 1
+            j += 1
+            continue
+        e = body[j + 1]
+        width = 2
+        if e in _PY_SIMPLE:
+            value = _PY_SIMPLE[e]
+        elif e in "01234567":
+            k = j + 1
+            while k < len(body) and k < j + 4 and body[k] in "01234567":
+                k += 1
+            value, width = chr(int(body[j + 1 : k], 8)), k - j
+        elif e in "xuU":
+            digits = {"x": 2, "u": 4, "U": 8}[e]
+            value, width = chr(int(body[j + 2 : j + 2 + digits], 16)), 2 + digits
+        elif e == "N":
+            end = body.index("}", j)
+            import unicodedata
+
+            value, width = unicodedata.lookup(body[j + 3 : end]), end + 1 - j
+        else:
+            value = "\\" + e
+        out.append(value)
+        n += len(value)
+        j += width
+        segs.append((n, base + j))
+    return "".join(out), segs
+
+
+class _PyNames(ast.NodeVisitor):
+    """Every str constant with the qualified name of what encloses it."""
+
+    def __init__(self) -> None:
+        self.stack: list[tuple[str, bool]] = []  # (name, is a function)
+        self.found: list[tuple[ast.Constant, tuple[str, ...]]] = []
+        self.target: str | None = None
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self.stack.append((node.name, True))
+        self.generic_visit(node)
+        self.stack.pop()
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self.stack.append((node.name, False))
+        self.generic_visit(node)
+        self.stack.pop()
+
+    visit_FunctionDef = visit_AsyncFunctionDef = _function
+
+    def _in_function(self) -> bool:
+        return any(is_function for _, is_function in self.stack)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        saved = self.target
+        first = node.targets[0]
+        if len(node.targets) == 1 and isinstance(first, ast.Name) and not self._in_function():
+            self.target = first.id
+        self.generic_visit(node)
+        self.target = saved
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
+        return  # an f-string is not a literal
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str) and len(node.value) >= 6 and _spaced(node.value):
+            names = tuple(name for name, _ in self.stack)
+            if self.target and not self._in_function():
+                names = (*names, self.target)
+            self.found.append((node, names))
+
+
+def _spaced(text: str) -> bool:
+    return " " in text or "\n" in text or "\t" in text
+
+
+def python_units(text: str, module: str) -> list[Unit]:
+    """Raises SyntaxError (or ValueError) for a file Python cannot read."""
+    tree = ast.parse(text)
+    visitor = _PyNames()
+    visitor.visit(tree)
+    if not visitor.found:
+        return []
+    lines = Lines(text)
+    line_text = text.split("\n")
+    tokens = [
+        t for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type == tokenize.STRING
+    ]
+    starts = [t.start for t in tokens]
+    units: list[Unit] = []
+    for node, names in visitor.found:
+        end_line = node.end_lineno or node.lineno
+        start = (node.lineno, _char_col(line_text, node.lineno, node.col_offset))
+        end = (end_line, _char_col(line_text, end_line, node.end_col_offset or 0))
+        i = bisect_right(starts, start) - 1
+        pieces: list[str] = []
+        segs: list[tuple[int, int]] = []
+        ok = True
+        while 0 <= i < len(tokens) and tokens[i].start < end:
+            tok = tokens[i]
+            decoded = _py_token(tok.string, lines.offset(tok.start[0], tok.start[1] + 1))
+            if decoded is None:
+                ok = False
+                break
+            value, s = decoded
+            offset = sum(len(p) for p in pieces)
+            segs += [(offset + a, b) for a, b in s]
+            pieces.append(value)
+            i += 1
+        if not ok or "".join(pieces) != node.value:
+            segs = [(0, lines.offset(start[0], start[1] + 1))]
+        parts = [*module.split("."), *names] if module else list(names)
+        units.append(
+            Unit(
+                str(node.value),
+                segs,
+                name=".".join(parts) if names else None,
+                aliases=dotted_aliases(parts) if names else (),
+                from_source=True,
+            )
+        )
+    return units
+
+
+def _char_col(lines: list[str], line: int, byte_col: int) -> int:
+    """ast gives UTF-8 byte columns; tokenize and everything else here count characters."""
+    raw = lines[line - 1]
+    if raw.isascii():
+        return byte_col
+    return len(raw.encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+
+
+# --- Go ----------------------------------------------------------------------------------------
+
+_GO_SIMPLE = {
+    "a": "\a",
+    "b": "\b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+    "v": "\v",
+    "\\": "\\",
+    "'": "'",
+    '"': '"',
+}
+
+
+class _GoLexer:
+    def __init__(self, text: str) -> None:
+        self.s = text
+        self.i = 0
+        self.n = len(text)
+        self.package: str | None = None
+        self.units: list[Unit] = []
+
+    def skip_space_and_comments(self) -> None:
+        s, n = self.s, self.n
+        while self.i < n:
+            c = s[self.i]
+            if c in " \t\r\n":
+                self.i += 1
+            elif s.startswith("//", self.i):
+                j = s.find("\n", self.i)
+                self.i = n if j == -1 else j + 1
+            elif s.startswith("/*", self.i):
+                j = s.find("*/", self.i + 2)
+                self.i = n if j == -1 else j + 2
+            else:
+                return
+
+    def ident(self) -> str:
+        j = self.i
+        while j < self.n and (self.s[j].isalnum() or self.s[j] == "_"):
+            j += 1
+        word, self.i = self.s[self.i : j], j
+        return word
+
+    def string(self) -> tuple[str, list[tuple[int, int]]]:
+        """The literal at self.i (interpreted or raw), decoded, with its segments."""
+        s = self.s
+        quote = s[self.i]
+        start = self.i + 1
+        if quote == "`":
+            j = s.find("`", start)
+            j = self.n if j == -1 else j
+            body = s[start:j]
+            self.i = j + 1
+            if "\r" not in body:
+                return body, [(0, start)]
+            out, segs, n = [], [(0, start)], 0
+            for k, c in enumerate(body):
+                if c == "\r":
+                    segs.append((n, start + k + 1))
+                    continue
+                out.append(c)
+                n += 1
+            return "".join(out), segs
+        out = []
+        segs = [(0, start)]
+        n = 0
+        j = start
+        while j < self.n and s[j] != '"' and s[j] != "\n":
+            c = s[j]
+            if c != "\\" or j + 1 >= self.n:
+                out.append(c)
+                n += 1
+                j += 1
+                continue
+            e = s[j + 1]
+            if e in _GO_SIMPLE:
+                value, width = _GO_SIMPLE[e], 2
+            elif e in "01234567":
+                value, width = chr(int(s[j + 1 : j + 4], 8)), 4
+            elif e in "xuU":
+                digits = {"x": 2, "u": 4, "U": 8}[e]
+                try:
+                    value = chr(int(s[j + 2 : j + 2 + digits], 16))
+                except ValueError:
+                    value = "\\" + e
+                width = 2 + digits
+            else:
+                value, width = "\\" + e, 2
+            out.append(value)
+            n += len(value)
+            j += width
+            segs.append((n, j))
+        self.i = j + 1
+        return "".join(out), segs
+
+    def skip_rune(self) -> None:
+        j = self.i + 1
+        while j < self.n and self.s[j] != "'" and self.s[j] != "\n":
+            j += 2 if self.s[j] == "\\" else 1
+        self.i = j + 1
+
+    def run(self) -> list[Unit]:
+        s = self.s
+        depth = 0
+        func: tuple[str, ...] = ()
+        func_depth = -1
+        pending: tuple[str, ...] | None = None  # a func's name until its body opens
+        paren = 0
+        last_word = ""  # the word just before, for `interface{` and `X =`
+        assigned: str | None = None
+        while True:
+            self.skip_space_and_comments()
+            if self.i >= self.n:
+                break
+            c = s[self.i]
+            if c in {'"', "`"}:
+                self.literal(func or ((assigned,) if assigned else ()))
+                continue
+            if c == "'":
+                self.skip_rune()
+                continue
+            if c.isalpha() or c == "_":
+                word = self.ident()
+                if word == "package" and self.package is None:
+                    self.skip_space_and_comments()
+                    self.package = self.ident()
+                elif word == "func" and depth == 0 and paren == 0 and pending is None:
+                    pending = self.func_name()
+                    paren = 0
+                last_word = word
+                continue
+            self.i += 1
+            before, last_word = last_word, ""
+            if c == "(":
+                paren += 1
+            elif c == ")":
+                paren -= 1
+            elif c == "=" and depth == 0 and not pending:
+                if not s.startswith("=", self.i):
+                    assigned = self.spec_name()
+            elif c == "{":
+                if pending is not None and paren <= 0 and before not in ("interface", "struct"):
+                    func, func_depth, pending = pending, depth, None
+                depth += 1
+            elif c == "}":
+                depth -= 1
+                if depth == func_depth:
+                    func, func_depth = (), -1
+            elif c == ";" and depth == 0:
+                assigned = None
+        return self.units
+
+    def spec_name(self) -> str | None:
+        """The name a top-level `const`/`var` spec declares: the first word of its line."""
+        start = self.s.rfind("\n", 0, self.i - 1) + 1
+        for word in self.s[start : self.i - 1].replace("(", " ").split():
+            if word not in ("const", "var") and word.isidentifier():
+                return word
+        return None
+
+    def func_name(self) -> tuple[str, ...]:
+        """After `func`: (Receiver, Name) or (Name,)."""
+        self.skip_space_and_comments()
+        recv: str | None = None
+        if self.i < self.n and self.s[self.i] == "(":
+            close = self.s.find(")", self.i)
+            inside = self.s[self.i + 1 : close if close != -1 else self.n]
+            self.i = self.n if close == -1 else close + 1
+            words = inside.replace("*", " ").split("[")[0].split()
+            recv = words[-1] if words else None
+            self.skip_space_and_comments()
+        name = self.ident()
+        return (recv, name) if recv else (name,)
+
+    def literal(self, names: tuple[str, ...]) -> None:
+        pieces: list[str] = []
+        segs: list[tuple[int, int]] = []
+        while True:
+            value, sg = self.string()
+            offset = sum(len(p) for p in pieces)
+            segs += [(offset + a, b) for a, b in sg]
+            pieces.append(value)
+            save = self.i
+            self.skip_space_and_comments()
+            if self.i < self.n and self.s[self.i] == "+":
+                self.i += 1
+                self.skip_space_and_comments()
+                if self.i < self.n and self.s[self.i] in '"`':
+                    continue
+            self.i = save
+            break
+        text = "".join(pieces)
+        if len(text) < 6 or not _spaced(text):
+            return
+        parts = [self.package, *names] if self.package and names else list(names)
+        self.units.append(
+            Unit(
+                text,
+                segs,
+                name=".".join(parts) if names else None,
+                aliases=dotted_aliases(parts) if names else (),
+                from_source=True,
+            )
+        )
+
+
+def go_units(text: str) -> list[Unit]:
+    return _GoLexer(text).run()
+
+
+def python_module(rel: str) -> str:
+    """The dotted module a project-relative .py path stands for (src/ and __init__ dropped)."""
+    parts = rel[: -len(".py")].split("/")
+    if parts and parts[0] == "src":
+        parts = parts[1:]
+    if parts and parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(p for p in parts if p.isidentifier())
