@@ -12,6 +12,7 @@ import pytest
 
 import lockdocs.render.build as build_mod
 from conftest import run_cli
+from lockdocs.api import build as api_build
 from lockdocs.render.svg import STAMP, dot_hash
 
 FIXTURE = Path(__file__).parent / "fixtures" / "render_project"
@@ -311,7 +312,7 @@ def test_a_failure_while_writing_leaves_the_previous_files(
 
     monkeypatch.setattr(build_mod, "_write_temp", failing)
     with pytest.raises(OSError, match="No space left"):
-        build_mod.build(built, out=io.StringIO(), err=io.StringIO())
+        api_build(built, out=io.StringIO(), err=io.StringIO())
     assert len(calls) == 2  # two temporary files were written before the failure
     assert _snapshot(built) == before  # every previous file intact, no temporary file left
 
@@ -334,7 +335,7 @@ def test_a_failure_while_replacing_puts_the_previous_files_back(
 
     monkeypatch.setattr(Path, "replace", failing)
     with pytest.raises(OSError, match="I/O error"):
-        build_mod.build(built, out=io.StringIO(), err=io.StringIO())
+        api_build(built, out=io.StringIO(), err=io.StringIO())
     monkeypatch.undo()
     assert _snapshot(built) == before
     assert not list(built.rglob("*.tmp"))
@@ -352,7 +353,7 @@ def test_a_failure_on_a_first_build_leaves_no_folder_behind(
 
     monkeypatch.setattr(build_mod, "_write_temp", failing)
     with pytest.raises(KeyboardInterrupt):
-        build_mod.build(root, out=io.StringIO(), err=io.StringIO())
+        api_build(root, out=io.StringIO(), err=io.StringIO())
     assert not (root / "docs").exists()
 
 

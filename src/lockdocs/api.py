@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Severity, sort_diagnostics
@@ -104,3 +105,28 @@ def check(root: Path, *, drift: bool = True, svg: bool = True) -> CheckResult:
             result.drift = apply_overrides(found_drift, overrides)
             result.diagnostics = sort_diagnostics(result.diagnostics + result.drift)
     return result
+
+
+def build(
+    root: Path, *, out: TextIO | None = None, err: TextIO | None = None, svg: bool = True
+) -> int:
+    """`lockdocs build`: load, analyse, then hand the model and its findings to the renderer.
+    0 written, 2 bad input (nothing written), 3 Graphviz failed; `svg` False skips Graphviz."""
+    from lockdocs.render.build import build as write_docs
+    from lockdocs.render.build import recover
+    from lockdocs.report import REPORTERS
+
+    err = err or sys.stderr
+    if recover(root):
+        err.write("lockdocs: restored the files an interrupted build had half replaced\n")
+    model, diags = load(root)
+    if model is None:
+        err.write(REPORTERS["text"](diags, "the declarations are not valid; nothing written"))
+        return 2
+    found, coverage = analyse_all(model)
+    if any(d.code.startswith("LD0") and d.severity is Severity.ERROR for d in found):
+        err.write(REPORTERS["text"](found, "the declarations are not valid; nothing written"))
+        return 2
+    return write_docs(
+        root, model, sort_diagnostics(diags + found), out=out, err=err, svg=svg, coverage=coverage
+    )

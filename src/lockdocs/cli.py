@@ -267,7 +267,7 @@ def build(
     ] = False,
 ) -> None:
     """Write the lock page, its DOT diagrams and their SVGs under docs/, all or nothing."""
-    from lockdocs.render.build import build as run_build
+    from lockdocs.api import build as run_build
 
     base = _root(root)
     raise typer.Exit(run_build(base, svg=not no_svg))

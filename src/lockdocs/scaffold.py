@@ -168,7 +168,8 @@ def _built_page(files: dict[str, bytes]) -> tuple[dict[str, bytes], str]:
     import tempfile
 
     try:
-        from lockdocs.render.build import DOCS, build
+        from lockdocs.api import build
+        from lockdocs.render.build import DOCS
     except ImportError:  # a build without the renderer: the declarations alone
         return {}, "this lockdocs cannot render pages"
     with tempfile.TemporaryDirectory(prefix="lockdocs-init-") as tmp:

@@ -445,29 +445,25 @@ def write_files(root: Path, files: dict[str, str]) -> tuple[list[str], list[str]
 
 
 def build(
-    root: Path, *, out: TextIO | None = None, err: TextIO | None = None, svg: bool = True
+    root: Path,
+    model: m.Model,
+    diagnostics: list[Diagnostic],
+    *,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+    svg: bool = True,
+    coverage: Coverage | None = None,
 ) -> int:
-    """`lockdocs build`: 0 written, 2 bad input (nothing written), 3 Graphviz failed.
+    """Write the docs of an analysed model (the caller loads and checks it, see `api.build`):
+    0 written, 2 bad input (nothing written), 3 Graphviz failed.
 
     `svg` False writes the Markdown and the DOT only (no Graphviz needed); the page's images
     then have no file until a build with SVGs runs (check with --no-svg compares DOT only)."""
-    from lockdocs.api import analyse_all, load
     from lockdocs.render.svg import GraphvizError, render_svg
     from lockdocs.report import REPORTERS
 
     out = out or sys.stdout
     err = err or sys.stderr
-    if recover(root):
-        err.write("lockdocs: restored the files an interrupted build had half replaced\n")
-    model, diags = load(root)
-    if model is None:
-        err.write(REPORTERS["text"](diags, "the declarations are not valid; nothing written"))
-        return 2
-    found, coverage = analyse_all(model)
-    if any(d.code.startswith("LD0") and d.severity is Severity.ERROR for d in found):
-        err.write(REPORTERS["text"](found, "the declarations are not valid; nothing written"))
-        return 2
-    diagnostics = sort_diagnostics(diags + found)
     try:
         files = render_outputs(model, diagnostics, coverage)
     except RenderError as exc:

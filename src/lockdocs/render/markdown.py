@@ -91,7 +91,7 @@ def _problem(root: Path, exc: Exception) -> TemplateProblem:
             message,
             loc,
             "fix the template in templates/ (or delete it to use lockdocs' default); "
-            "the fields a template can use are the view objects in lockdocs/render/view.py",
+            "the fields a template can use are the view objects in lockdocs/render/view/",
         )
     )
 

@@ -1,0 +1,127 @@
+"""What every section's view model shares: links to locks, paths, transaction kinds and rules,
+the page order of the paths, and the anchors other pages link to.
+
+Built once per render (`Context`); each section module reads it and builds its own objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from lockdocs import model as m
+from lockdocs.diagnostics import Diagnostic
+from lockdocs.render.edges import page_path_order
+from lockdocs.render.escape import Link, slug
+from lockdocs.render.words import bare, levels
+
+RESERVED_DIAGRAMS = frozenset({"lock-order"})
+
+
+def issue_link(model: m.Model, number: int) -> Link:
+    """#N linked through the project's issue template (plain text when it is unsafe)."""
+    return Link(f"#{number}", model.issue_link(number))
+
+
+def lock_anchor(lock_id: str) -> str:
+    """The stable anchor of a lock's section: lock-<id>."""
+    return f"lock-{lock_id}"
+
+
+def path_anchor(path_id: str) -> str:
+    """The stable anchor of a path's section: path-<id>."""
+    return f"path-{path_id}"
+
+
+def tx_anchor(tx_id: str) -> str:
+    """The stable anchor of a transaction kind: tx-<id>."""
+    return f"tx-{tx_id}"
+
+
+def group_key(g: m.Group) -> str:
+    """A group's identity (two files may share a title)."""
+    return g.title + "\x00" + g.file
+
+
+def group_slugs(model: m.Model) -> dict[str, str]:
+    """A unique slug per group title (also the diagram's file name)."""
+    used: set[str] = set(RESERVED_DIAGRAMS)
+    out: dict[str, str] = {}
+    for g in model.groups:
+        base = slug(g.title, "group")
+        s, n = base, 2
+        while s in used:
+            s, n = f"{base}-{n}", n + 1
+        used.add(s)
+        out[group_key(g)] = s
+    return out
+
+
+def walk(steps: tuple[m.Step, ...]) -> Iterable[m.Step]:
+    """Every step, nested ones included, in document order (not into run: targets)."""
+    for s in steps:
+        yield s
+        if isinstance(s, m.Loop):
+            yield from walk(s.steps)
+        elif isinstance(s, m.Branches):
+            for _, alt in s.alternatives:
+                yield from walk(alt)
+
+
+class Context:
+    """The model, the findings and the links every section uses; built once per render."""
+
+    def __init__(self, model: m.Model, diagnostics: list[Diagnostic], stem: str) -> None:
+        self.model = model
+        self.diags = diagnostics
+        self.stem = stem
+        self.path_rank = page_path_order(model)
+        self.lock_links = {
+            lid: Link(lock.title, "#" + lock_anchor(lid)) for lid, lock in model.locks.items()
+        }
+        self.path_links = {
+            pid: Link(p.title, "#" + path_anchor(pid)) for pid, p in model.paths.items()
+        }
+        self.tx_links = {
+            tid: Link(t.title or tid, "#" + tx_anchor(tid)) for tid, t in model.transactions.items()
+        }
+        self.rule_numbers = {rid: i + 1 for i, rid in enumerate(model.rules)}
+        self.order_rule = next((r for r in model.rules.values() if r.check == "order"), None)
+        self.levels: dict[str, int] = {}
+        if self.order_rule is not None:
+            for i, level in enumerate(levels(self.order_rule)):
+                for lid in level:
+                    self.levels.setdefault(lid, i + 1)
+        self.callers = self._callers()
+
+    def lock_link(self, lock_id: str) -> Link:
+        """A link to a lock's section (plain text for an unknown id)."""
+        return self.lock_links.get(lock_id, Link(lock_id))
+
+    def path_link(self, path_id: str) -> Link:
+        """A link to a path's section (plain text for an unknown id)."""
+        return self.path_links.get(path_id, Link(path_id))
+
+    def by_page_order(self, path_ids: Iterable[str]) -> tuple[Link, ...]:
+        """Links to paths, in the order the page shows them."""
+        ids = sorted(set(path_ids), key=lambda p: (self.path_rank.get(p, 1 << 30), p))
+        return tuple(self.path_link(p) for p in ids)
+
+    def rule_link(self, rule_id: str) -> Link:
+        """'rule N (title)' linked to the rule, or the bare id of a check code."""
+        rule = self.model.rules.get(rule_id)
+        if rule is None:
+            return Link(rule_id)
+        return Link(f"rule {self.rule_numbers[rule_id]} ({bare(rule.title)})", f"#rule-{rule_id}")
+
+    def issue(self, number: int) -> Link:
+        """#N linked through the project's issue template."""
+        return issue_link(self.model, number)
+
+    def _callers(self) -> dict[str, set[str]]:
+        """Which paths run each path (for 'Runs only inside')."""
+        out: dict[str, set[str]] = {}
+        for pid, p in self.model.paths.items():
+            for step in walk(p.steps):
+                if isinstance(step, m.Run):
+                    out.setdefault(step.path, set()).add(pid)
+        return out

@@ -1,0 +1,108 @@
+"""The whole page's view: each section's objects, built from one shared `Context`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from lockdocs import model as m
+from lockdocs.diagnostics import Diagnostic
+from lockdocs.render.edges import lock_edges
+from lockdocs.render.escape import Link
+from lockdocs.render.view.base import Context
+from lockdocs.render.view.keys import KeyGroupView, key_groups
+from lockdocs.render.view.locks import LockTableView, lock_tables
+from lockdocs.render.view.order import EdgeView, edge_views
+from lockdocs.render.view.paths import GroupView, groups
+from lockdocs.render.view.rules import (
+    DifferenceView,
+    ExceptionView,
+    FindingView,
+    PlannedView,
+    RuleView,
+    difference_views,
+    exception_view,
+    finding_view,
+    planned_views,
+    rule_view,
+)
+from lockdocs.render.view.transactions import TxView, transactions
+from lockdocs.render.words import levels, scope_facts
+
+
+@dataclass(frozen=True)
+class PageView:
+    """The whole page: what page.md.j2 and every included template receive as `page`."""
+
+    title: str
+    audience: str | None
+    summary: str | None
+    intro: str | None
+    key_intro: str | None
+    order_intro: str | None
+    issue_url: str | None
+    sources: tuple[str, ...]
+    sources_line: str
+    scope_facts: tuple[str, ...]
+    lock_tables: tuple[LockTableView, ...]
+    key_groups: tuple[KeyGroupView, ...]
+    key_findings: tuple[FindingView, ...]
+    transactions: tuple[TxView, ...]
+    lock_order_svg: str
+    lock_order_dot: str
+    edges: tuple[EdgeView, ...]
+    levels: tuple[tuple[Link, ...], ...]
+    order_rule: Link | None
+    reported_cycles: int
+    groups: tuple[GroupView, ...]
+    rules: tuple[RuleView, ...]
+    exceptions: tuple[ExceptionView, ...]
+    differences: tuple[DifferenceView, ...]
+    findings: tuple[FindingView, ...]
+    waived: int
+    planned: tuple[PlannedView, ...]
+
+
+def build_page(model: m.Model, diagnostics: list[Diagnostic], stem: str) -> PageView:
+    """The page's view model; `stem` is the page's path under docs/ without `.md`."""
+    from lockdocs.rules.registry import load_all  # lazy: heavy, only here
+
+    ctx = Context(model, diagnostics, stem)
+    keys, key_by_lock = key_groups(ctx)
+    tables = lock_tables(ctx, key_by_lock)
+    txs = transactions(ctx)
+    group_views = groups(ctx, txs)
+    summaries = {code: info.summary for code, info in load_all().items()}
+    stem_name = PurePosixPath(stem).name
+    return PageView(
+        title=model.page.title,
+        audience=model.page.audience,
+        summary=model.page.summary,
+        intro=model.page.intro,
+        key_intro=model.page.key_intro,
+        order_intro=model.page.order_intro,
+        issue_url=model.issue_url,
+        sources=model.files,
+        sources_line=", ".join(model.files),
+        scope_facts=scope_facts(model),
+        lock_tables=tables,
+        key_groups=keys,
+        key_findings=tuple(finding_view(d) for d in diagnostics if d.code.startswith("LD1")),
+        transactions=tuple(txs.values()),
+        lock_order_svg=f"{stem_name}/lock-order.svg",
+        lock_order_dot=f"{stem_name}/lock-order.dot",
+        edges=edge_views(ctx, lock_edges(model)),
+        levels=tuple(
+            tuple(ctx.lock_link(lid) for lid in level)
+            for level in (levels(ctx.order_rule) if ctx.order_rule else ())
+        ),
+        order_rule=ctx.rule_link(ctx.order_rule.id) if ctx.order_rule else None,
+        reported_cycles=sum(1 for d in diagnostics if d.code == "LD201" and not d.waived_by),
+        groups=group_views,
+        rules=tuple(rule_view(ctx, r) for r in model.rules.values()),
+        exceptions=tuple(exception_view(ctx, w, summaries) for w in model.waivers),
+        differences=difference_views(ctx),
+        findings=tuple(finding_view(d) for d in diagnostics if not d.waived_by),
+        waived=sum(1 for d in diagnostics if d.waived_by),
+        planned=planned_views(ctx),
+    )

@@ -1,0 +1,220 @@
+"""The rules every path keeps, the exceptions and differences, findings and planned work."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lockdocs import model as m
+from lockdocs.diagnostics import Diagnostic
+from lockdocs.render.escape import Link
+from lockdocs.render.view.base import Context
+from lockdocs.render.words import (
+    KIND_NOUN,
+    as_tuple,
+    bare,
+    levels,
+    mode_label,
+    order_words,
+    sentence,
+)
+
+
+@dataclass(frozen=True)
+class RuleView:
+    """One declared rule and the check behind it (rules.md.j2, rule-check.md.j2)."""
+
+    number: int
+    id: str
+    anchor: str
+    title: str
+    text: str | None
+    check: str | None
+    lock: Link | None = None
+    mode: str | None = None
+    transactions: tuple[Link, ...] = ()
+    when_writes: tuple[str, ...] = ()
+    first: Link | None = None
+    then: Link | None = None
+    kind_noun: str | None = None
+    scope: str | None = None
+    order: str | None = None
+    levels: tuple[tuple[Link, ...], ...] = ()
+    writes: tuple[str, ...] = ()
+    issues: tuple[Link, ...] = ()
+    exceptions: tuple[Link, ...] = ()
+
+
+@dataclass(frozen=True)
+class ExceptionView:
+    """One exception and how many findings it waives (exceptions.md.j2)."""
+
+    number: int
+    anchor: str
+    title: str
+    rule: Link
+    rule_summary: str | None
+    path: Link | None
+    lock: Link | None
+    branch: str | None
+    issue: Link | None
+    why: str
+    waives: int
+
+
+@dataclass(frozen=True)
+class DifferenceView:
+    """A way the paths differ that breaks no rule (exceptions.md.j2)."""
+
+    anchor: str
+    title: str
+    why: str
+    issue: Link | None
+    paths: tuple[Link, ...]
+    locks: tuple[Link, ...]
+
+
+@dataclass(frozen=True)
+class PlannedView:
+    """One piece of planned work (planned.md.j2)."""
+
+    issue: Link
+    title: str
+    affects: tuple[Link, ...]
+
+
+@dataclass(frozen=True)
+class FindingView:
+    """A diagnostic as the page lists it (finding.md.j2)."""
+
+    code: str
+    severity: str
+    message: str
+    where: str
+    hint: str
+    details: tuple[str, ...]
+    waived_by: str
+
+
+def finding_view(d: Diagnostic) -> FindingView:
+    """A diagnostic as data for the templates; blank detail lines dropped."""
+    return FindingView(
+        code=d.code,
+        severity=d.severity.value,
+        message=sentence(d.message),
+        where=str(d.location),
+        hint=d.hint,
+        details=tuple(x for x in d.details if x.strip()),
+        waived_by=d.waived_by,
+    )
+
+
+def rule_view(ctx: Context, rule: m.Rule) -> RuleView:
+    """One rule, with its check's parameters resolved to links."""
+    model = ctx.model
+    p = dict(rule.params)
+    base: dict[str, object] = {}
+    if rule.check == "first":
+        lock = model.locks.get(str(p.get("lock")))
+        mode = p.get("mode")
+        base = {
+            "lock": ctx.lock_link(str(p["lock"])),
+            "mode": mode_label(lock.kind, str(mode)) if lock and mode else None,
+            "transactions": tuple(
+                ctx.tx_links.get(str(t), Link(str(t))) for t in as_tuple(p.get("transactions"))
+            ),
+            "when_writes": tuple(str(w) for w in as_tuple(p.get("when_writes"))),
+        }
+    elif rule.check == "before":
+        base = {"first": ctx.lock_link(str(p["first"])), "then": ctx.lock_link(str(p["then"]))}
+    elif rule.check == "sorted":
+        lock = model.locks.get(str(p["lock"]))
+        base = {
+            "lock": ctx.lock_link(str(p["lock"])),
+            "order": order_words(lock.instance_order) if lock else None,
+        }
+    elif rule.check == "scope":
+        base = {
+            "kind_noun": KIND_NOUN.get(str(p["kind"]), str(p["kind"])),
+            "scope": str(p["scope"]),
+        }
+    elif rule.check == "order":
+        base = {
+            "levels": tuple(tuple(ctx.lock_link(lid) for lid in level) for level in levels(rule))
+        }
+    elif rule.check == "lock_before_write":
+        base = {
+            "lock": ctx.lock_link(str(p["lock"])),
+            "writes": tuple(str(w) for w in as_tuple(p.get("writes"))),
+        }
+    exceptions = tuple(
+        Link(f"exception {w.index + 1}", f"#exception-{w.index + 1}")
+        for w in model.waivers
+        if w.rule == rule.id
+    )
+    return RuleView(
+        number=ctx.rule_numbers[rule.id],
+        id=rule.id,
+        anchor=f"rule-{rule.id}",
+        title=sentence(rule.title),
+        text=rule.text,
+        check=rule.check,
+        issues=tuple(ctx.issue(n) for n in rule.issues),
+        exceptions=exceptions,
+        **base,  # type: ignore[arg-type]
+    )
+
+
+def exception_view(ctx: Context, w: m.Waiver, summaries: dict[str, str]) -> ExceptionView:
+    """One exception, with the number of findings it waives in this run."""
+    from lockdocs.rules.waivers import waiver_label  # lazy: rules import lazily
+
+    model = ctx.model
+    label = waiver_label(model, w)
+    waives = sum(1 for d in ctx.diags if d.waived_by == label)
+    if w.rule in model.rules:
+        rule = ctx.rule_link(w.rule)
+        summary = None
+    else:
+        rule = Link(w.rule)
+        summary = bare(summaries[w.rule]) if w.rule in summaries else None
+    return ExceptionView(
+        number=w.index + 1,
+        anchor=f"exception-{w.index + 1}",
+        title=sentence(w.title or f"Exception {w.index + 1}"),
+        rule=rule,
+        rule_summary=summary,
+        path=ctx.path_link(w.path) if w.path else None,
+        lock=ctx.lock_link(w.lock) if w.lock else None,
+        branch=w.branch,
+        issue=ctx.issue(w.issue) if w.issue else None,
+        why=w.why,
+        waives=waives,
+    )
+
+
+def difference_views(ctx: Context) -> tuple[DifferenceView, ...]:
+    """The declared differences, numbered in declaration order."""
+    return tuple(
+        DifferenceView(
+            anchor=f"difference-{i + 1}",
+            title=sentence(d.title),
+            why=d.why,
+            issue=ctx.issue(d.issue) if d.issue else None,
+            paths=tuple(ctx.path_link(p) for p in d.paths),
+            locks=tuple(ctx.lock_link(lk) for lk in d.locks),
+        )
+        for i, d in enumerate(ctx.model.differences)
+    )
+
+
+def planned_views(ctx: Context) -> tuple[PlannedView, ...]:
+    """The planned work, each with the locks and paths it changes."""
+    model = ctx.model
+    return tuple(
+        PlannedView(
+            ctx.issue(p.issue),
+            sentence(p.title),
+            tuple(ctx.lock_link(a) if a in model.locks else ctx.path_link(a) for a in p.affects),
+        )
+        for p in model.planned
+    )

@@ -1,0 +1,257 @@
+"""A path's steps as the lines of a nested list, annotated from the analysis: a take already
+held, an upgrade, the locks a commit releases, the ordinal of a transaction a step opens."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lockdocs import model as m
+from lockdocs.analysis.flatten import Event
+from lockdocs.render.escape import Link
+from lockdocs.render.view.base import Context, walk
+from lockdocs.render.view.transactions import TxView
+from lockdocs.render.words import mode_label, order_words, ordinal
+
+
+@dataclass(frozen=True)
+class StepView:
+    """One line of a path's nested list; `indent` and `marker` place it."""
+
+    kind: str
+    indent: str
+    marker: str
+    lock: Link | None = None
+    mode: str | None = None
+    via: tuple[str, ...] = ()
+    note: str | None = None
+    instance: str | None = None
+    order: str | None = None
+    implicit: str | None = None
+    changes_key: bool = False
+    backend: str | None = None
+    again: bool = False
+    held_before: str = "never"  # never | always | sometimes: the lock was already held
+    upgrade_from: str | None = None
+    label: str | None = None
+    target: Link | None = None
+    target_title: str | None = None
+    first_lock: Link | None = None
+    first_mode: str | None = None
+    ordinal: str | None = None
+    held: tuple[Link, ...] = ()
+    held_known: bool = True
+
+
+Located = dict[tuple[str, int, int], list[Event]]
+
+
+class StepLines:
+    """Builds one path's list lines; `tx_offset` and `loop_begins` are facts of that path."""
+
+    def __init__(self, ctx: Context, p: m.Path, own: list[Event], txs: dict[str, TxView]) -> None:
+        self.ctx = ctx
+        self.txs = txs
+        self.by_loc: Located = {}
+        for e in own:
+            loc = e.location
+            self.by_loc.setdefault((loc.file, loc.line, loc.column), []).append(e)
+        # A path without a kind starts in an implicit plain transaction; when nothing happens in
+        # it (the path calls out first, then opens one), its first `begin` opens the first one.
+        used = {"acquire", "retake", "upgrade", "write", "release", "leave_open"}
+        self.tx_offset = int(
+            not p.transaction and not any(e.kind in used and e.transaction == 1 for e in own)
+        )
+        self.loop_begins = any(
+            isinstance(inner, m.Begin)
+            for s in walk(p.steps)
+            if isinstance(s, m.Loop)
+            for inner in walk(s.steps)
+        )
+
+    def steps(
+        self,
+        steps: tuple[m.Step, ...],
+        depth: int,
+        out: list[StepView],
+        start: int = 1,
+        in_loop: bool = False,
+    ) -> None:
+        """Append the list lines of `steps` at `depth`; loops and branches nest."""
+        ctx = self.ctx
+        indent = "    " * depth
+        for n, step in enumerate(steps, start):
+            marker = f"{n}."
+            loc = step.location
+            evs = self.by_loc.get((loc.file, loc.line, loc.column), [])
+            if isinstance(step, m.Take):
+                out.append(self.take_view(step, indent, marker, evs))
+            elif isinstance(step, m.Loop):
+                out.append(
+                    StepView(
+                        kind="loop",
+                        indent=indent,
+                        marker=marker,
+                        label=step.label,
+                        order=order_words(step.order),
+                        note=step.note,
+                    )
+                )
+                self.steps(step.steps, depth + 1, out, in_loop=True)
+            elif isinstance(step, m.Branches):
+                out.append(StepView(kind="branches", indent=indent, marker=marker, note=step.note))
+                inner = "    " * (depth + 1)
+                for name, alt in step.alternatives:
+                    out.append(
+                        StepView(
+                            kind="branch" if alt else "empty-branch",
+                            indent=inner,
+                            marker="-",
+                            label=name,
+                        )
+                    )
+                    self.steps(alt, depth + 2, out, in_loop=in_loop)
+            elif isinstance(step, m.Run):
+                callee = ctx.model.paths.get(step.path)
+                out.append(
+                    StepView(
+                        kind="run",
+                        indent=indent,
+                        marker=marker,
+                        target=ctx.path_link(step.path),
+                        target_title=callee.title if callee else step.path,
+                        note=step.note,
+                    )
+                )
+            elif isinstance(step, m.Call):
+                out.append(
+                    StepView(
+                        kind="call", indent=indent, marker=marker, label=step.name, note=step.note
+                    )
+                )
+            elif isinstance(step, m.External):
+                held, known = self.held_at(evs)
+                out.append(
+                    StepView(
+                        kind="external",
+                        indent=indent,
+                        marker=marker,
+                        label=step.name,
+                        note=step.note,
+                        held=held,
+                        held_known=known,
+                    )
+                )
+            elif isinstance(step, m.Write):
+                out.append(
+                    StepView(
+                        kind="write",
+                        indent=indent,
+                        marker=marker,
+                        label=step.what,
+                        via=step.via,
+                        note=step.note,
+                    )
+                )
+            elif isinstance(step, m.Begin):
+                tx = self.txs.get(step.transaction)
+                numbers = [e.transaction for e in evs if e.kind == "begin"]
+                out.append(
+                    StepView(
+                        kind="begin",
+                        indent=indent,
+                        marker=marker,
+                        target=tx.link if tx else Link(step.transaction),
+                        target_title=tx.title if tx else step.transaction,
+                        via=(tx.opened_by,) if tx and tx.opened_by else (),
+                        first_lock=tx.first_lock if tx else None,
+                        first_mode=tx.first_mode if tx else None,
+                        ordinal=self.begin_ordinal(numbers, in_loop),
+                        note=step.note,
+                    )
+                )
+            elif isinstance(step, m.End):
+                held, known = self.held_at(evs, released_only=step.how != "leave_open")
+                out.append(
+                    StepView(
+                        kind=step.how,
+                        indent=indent,
+                        marker=marker,
+                        note=step.note,
+                        held=held,
+                        held_known=known,
+                    )
+                )
+            elif isinstance(step, m.Release):
+                out.append(
+                    StepView(
+                        kind="release",
+                        indent=indent,
+                        marker=marker,
+                        lock=ctx.lock_link(step.lock),
+                        via=step.via,
+                        note=step.note,
+                    )
+                )
+
+    def begin_ordinal(self, numbers: list[int], in_loop: bool) -> str:
+        """'a second' from the analysis' transaction numbers; a loop's passes are unrolled
+        there, so inside a loop (and after one that opens transactions) it says less."""
+        if in_loop:
+            return "a new"
+        if not numbers or self.loop_begins:
+            return "another"
+        return ordinal(max(numbers) - self.tx_offset)
+
+    def take_view(self, step: m.Take, indent: str, marker: str, evs: list[Event]) -> StepView:
+        """A take, marked 'already held' or 'an upgrade' from what the analysis saw."""
+        ctx = self.ctx
+        lock = ctx.model.locks[step.lock]
+        kinds = {e.kind for e in evs if e.kind in ("acquire", "retake", "upgrade")}
+        if not kinds or kinds == {"acquire"}:
+            held_before = "never"
+        elif "acquire" in kinds:
+            held_before = "sometimes"
+        else:
+            held_before = "always"
+        upgrade_from = None
+        for e in evs:
+            if e.kind == "upgrade":
+                prior = [h.mode for h in e.held if h.lock == e.lock]
+                if prior:
+                    upgrade_from = mode_label(lock.kind, prior[0])
+                    break
+        return StepView(
+            kind="take",
+            indent=indent,
+            marker=marker,
+            lock=ctx.lock_link(step.lock),
+            mode=mode_label(lock.kind, step.mode, step.option),
+            via=step.via,
+            note=step.note,
+            instance=step.instance,
+            order=order_words(step.order),
+            implicit=step.implicit,
+            changes_key=step.changes_key,
+            backend=step.backend,
+            again=step.again,
+            held_before=held_before,
+            upgrade_from=upgrade_from,
+        )
+
+    def held_at(
+        self, evs: list[Event], *, released_only: bool = False
+    ) -> tuple[tuple[Link, ...], bool]:
+        """The locks held at a step on any branch (acquisition order), and whether it is known;
+        `released_only` keeps the ones a commit or rollback releases (not session-scoped ones)."""
+        if not evs:
+            return (), False
+        seen: dict[str, None] = {}
+        for e in evs:
+            for h in e.held:
+                lock = self.ctx.model.locks.get(h.lock)
+                if released_only and (
+                    lock is None or lock.kind == "memory" or lock.scope == "session"
+                ):
+                    continue
+                seen.setdefault(h.lock, None)
+        return tuple(self.ctx.lock_link(lid) for lid in seen), True

@@ -1,0 +1,62 @@
+"""The transaction kinds: how each is opened, its first lock and what bounds its waits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lockdocs import model as m
+from lockdocs.render.escape import Link
+from lockdocs.render.view.base import Context, tx_anchor, walk
+from lockdocs.render.words import mode_label
+
+
+@dataclass(frozen=True)
+class TxView:
+    """A transaction kind (transactions.md.j2, and the path headers)."""
+
+    id: str
+    anchor: str
+    title: str
+    link: Link
+    opened_by: str | None
+    first_lock: Link | None
+    first_mode: str | None
+    isolation: str | None
+    lock_timeout: str
+    bounded: bool
+    on_timeout: str | None
+    notes: str | None
+    used_by: tuple[Link, ...]
+
+
+def tx_view(ctx: Context, tk: m.TransactionKind) -> TxView:
+    """One transaction kind and the paths that use it."""
+    model = ctx.model
+    users = [pid for pid, p in model.paths.items() if p.transaction == tk.id and p.standalone]
+    for pid, p in model.paths.items():
+        for step in walk(p.steps):
+            if isinstance(step, m.Begin) and step.transaction == tk.id:
+                users.append(pid)
+    first = model.locks.get(tk.first_lock) if tk.first_lock else None
+    return TxView(
+        id=tk.id,
+        anchor=tx_anchor(tk.id),
+        title=tk.title or tk.id,
+        link=ctx.tx_links[tk.id],
+        opened_by=tk.opened_by,
+        first_lock=ctx.lock_link(tk.first_lock) if tk.first_lock else None,
+        first_mode=(
+            mode_label(first.kind, tk.first_mode) if first is not None and tk.first_mode else None
+        ),
+        isolation=tk.isolation,
+        lock_timeout=tk.lock_timeout or "none",
+        bounded=tk.lock_timeout is not None,
+        on_timeout=tk.on_timeout,
+        notes=tk.notes,
+        used_by=ctx.by_page_order(users),
+    )
+
+
+def transactions(ctx: Context) -> dict[str, TxView]:
+    """Every transaction kind's view, in declaration order, by id."""
+    return {tid: tx_view(ctx, t) for tid, t in ctx.model.transactions.items()}
