@@ -38,12 +38,16 @@ class Run:
         return json.loads(self.out)
 
 
-def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> Run:
-    """The real command line, as a user runs it (python -m lockdocs)."""
+def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str | None] | None = None) -> Run:
+    """The real command line, as a user runs it (python -m lockdocs); an `env` value of None
+    removes that variable."""
     full_env = {**os.environ, "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED", "0")}
     full_env.pop("LOCKDOCS_DEBUG", None)
-    if env:
-        full_env.update(env)
+    for k, v in (env or {}).items():
+        if v is None:
+            full_env.pop(k, None)
+        else:
+            full_env[k] = v
     proc = subprocess.run(
         [sys.executable, "-m", "lockdocs", *args],
         capture_output=True,

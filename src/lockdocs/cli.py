@@ -255,6 +255,66 @@ def main() -> None:
 
 
 @app.command()
+def replay(
+    root: RootOpt = None,
+    fmt: Annotated[
+        commands.ReplayFormat,
+        typer.Option(
+            "--format",
+            "-f",
+            help="text, json, or isolation (write a PostgreSQL isolation-tester spec; no server).",
+        ),
+    ] = commands.ReplayFormat.text,
+    index: Annotated[
+        int | None,
+        typer.Option("--index", help="The finding at this index of check --format json (from 0)."),
+    ] = None,
+    code: Annotated[
+        str | None, typer.Option("--code", help="Only findings with this code (LD201, ...).")
+    ] = None,
+    path: Annotated[
+        str | None, typer.Option("--path", help="Only findings about this path id.")
+    ] = None,
+    dsn: Annotated[
+        str | None,
+        typer.Option(
+            "--dsn",
+            help="A server to use (libpq connection string); default: the PG* variables, "
+            "else a throwaway cluster. Replay works in a database it creates and drops.",
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", help="With --format isolation: write one spec per finding here."),
+    ] = None,
+    time_limit: Annotated[
+        float, typer.Option("--time-limit", help="Seconds one replay may take.", min=0.1)
+    ] = 10.0,
+    deadlock_timeout: Annotated[
+        str,
+        typer.Option(
+            "--deadlock-timeout",
+            help="Production's deadlock_timeout, to tell 40P01 from 55P03 (default 1s).",
+        ),
+    ] = "1s",
+) -> None:
+    """Run each LD201/LD202/LD203 finding's interleaving on a live PostgreSQL and show its answer."""
+    raise typer.Exit(
+        commands.replay(
+            root,
+            fmt,
+            index=index,
+            code=code,
+            path=path,
+            dsn=dsn,
+            output=output,
+            time_limit=time_limit,
+            deadlock_timeout=deadlock_timeout,
+        )
+    )
+
+
+@app.command()
 def build(
     root: RootOpt = None,
     no_svg: Annotated[

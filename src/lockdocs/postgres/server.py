@@ -150,7 +150,11 @@ class Server:
 def _run(cmd: list[str], as_postgres: bool, timeout: float = 120) -> None:
     if as_postgres:
         cmd = ["runuser", "-u", "postgres", "--", *cmd]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+    # The user's PG* variables are for their own server, not this one (PGPORT= breaks initdb).
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=timeout, check=False, env=env
+    )
     if proc.returncode != 0:
         raise ServerUnavailable(
             f"{Path(cmd[4] if as_postgres else cmd[0]).name} failed (exit {proc.returncode}): "

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 from lockdocs.analysis.cycles import Cycle, find_cycles, gate, instance_clashes
 from lockdocs.analysis.graph import Edge
+from lockdocs.analysis.proof import proof
 from lockdocs.diagnostics import Diagnostic, Location, Related, Severity
 from lockdocs.modes import conflicts
 from lockdocs.rules.context import Context, run_from
@@ -168,6 +169,7 @@ def check_cycles(ctx: Context) -> Iterable[Diagnostic]:
                 locks=cycle.locks,
                 related=hops[1:],
                 threads=tuple((hop,) for hop in hops),
+                extra={"proof": proof("cycle", cycle.edges)},
             )
 
 
@@ -291,6 +293,7 @@ def check_instances(ctx: Context) -> Iterable[Diagnostic]:
                         f"while holding one ({f.held_mode})",
                     ),
                 ),
+                extra={"proof": proof("instances", (e, f))},
             )
 
 
@@ -395,4 +398,5 @@ def check_upgrades(ctx: Context) -> Iterable[Diagnostic]:
             ),
             paths=tuple(dict.fromkeys((e.path, other.path))),
             locks=(e.src,),
+            extra={"proof": proof("upgrade", (e, other), upgrade=True)},
         )

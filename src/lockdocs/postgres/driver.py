@@ -1,0 +1,309 @@
+"""Run sessions' statements on a live server in a given order, and record what it answered.
+
+One libpq connection per session, driven without threads: a statement is sent, and the driver
+waits until it has finished (granted, or an error) or is seen waiting in `pg_locks`, before it
+sends the next one. A step of a session that is still waiting, or whose transaction has failed,
+is held back until the session is free (and dropped when the transaction has failed), the way
+PostgreSQL's isolation tester treats a blocked session. Everything ends within a hard time
+limit: what is still waiting then is cancelled and reported as such.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import select
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from psycopg.pq.abc import PGconn, PGresult
+
+
+@dataclass(frozen=True)
+class Statement:
+    session: int
+    sql: str
+    label: str = ""
+
+
+@dataclass
+class Answer:
+    """What the server answered one statement."""
+
+    statement: int  # index in the schedule
+    session: int
+    sent: bool = False
+    waited: bool = False  # seen waiting in pg_locks before it finished
+    done: bool = False
+    value: str | None = None  # the first column of the first row, when there is one
+    sqlstate: str = ""
+    message: str = ""
+    detail: str = ""
+    hint: str = ""
+    context: str = ""
+    dropped: str = ""  # why it was never sent
+    seconds: float = 0.0
+    left_waiting: bool = False  # still waiting, for sessions that only end when we end them
+    sent_at: float = 0.0  # monotonic clock
+    finished_at: float = 0.0
+
+    @property
+    def error(self) -> bool:
+        return bool(self.sqlstate)
+
+
+@dataclass
+class Run:
+    answers: list[Answer]
+    pids: list[int]
+    timed_out: bool = False
+    elapsed: float = 0.0
+    session_settings: list[dict[str, str]] = field(default_factory=list)
+    # What each session held, as pg_locks rows seen after each step: (locktype, transactionid,
+    # classid, objid, objsubid, relation); a replay maps the server's words back with them.
+    held: dict[int, set[tuple[Any, ...]]] = field(default_factory=dict)
+
+    def errors(self) -> list[Answer]:
+        return [a for a in self.answers if a.error]
+
+
+class DriverError(Exception):
+    """The server could not be reached or refused the session setup."""
+
+
+def _connect(dsn: str) -> PGconn:
+    from psycopg import pq
+
+    conn = pq.PGconn.connect(dsn.encode())
+    if conn.status != pq.ConnStatus.OK:
+        msg = conn.get_error_message()
+        conn.finish()
+        raise DriverError(f"cannot connect: {msg.strip()}")
+    return conn
+
+
+def _exec(conn: PGconn, sql: str) -> str | None:
+    from psycopg import pq
+
+    res = conn.exec_(sql.encode())
+    if res.status == pq.ExecStatus.FATAL_ERROR:
+        raise DriverError(f"{sql}: {res.get_error_message().strip()}")
+    if res.status == pq.ExecStatus.TUPLES_OK and res.ntuples:
+        v = res.get_value(0, 0)
+        return None if v is None else bytes(v).decode()
+    return None
+
+
+def _field(res: PGresult, name: str) -> str:
+    from psycopg import pq
+
+    raw = res.error_field(getattr(pq.DiagnosticField, name))
+    return bytes(raw).decode(errors="replace") if raw else ""
+
+
+def run(
+    dsn: str,
+    setups: list[list[str]],
+    schedule: list[Statement],
+    time_limit: float = 10.0,
+    observer: Any = None,
+) -> Run:
+    """Open one session per entry of `setups` (its statements run first, at once), then send the
+    schedule's statements in order; returns every answer."""
+    import psycopg
+
+    start = time.monotonic()
+    deadline = start + time_limit
+    own_observer = observer is None
+    obs = observer or psycopg.connect(dsn, autocommit=True)
+    conns: list[PGconn] = []
+    try:
+        for setup in setups:
+            c = _connect(dsn)
+            conns.append(c)
+            for stmt in setup:
+                _exec(c, stmt)
+        pids = [c.backend_pid for c in conns]
+        settings = [
+            {
+                name: _exec(c, f"select current_setting('{name}')") or ""
+                for name in ("deadlock_timeout", "lock_timeout")
+            }
+            for c in conns
+        ]
+        answers = [Answer(i, s.session) for i, s in enumerate(schedule)]
+        queues: list[deque[int]] = [deque() for _ in conns]
+        busy: list[int | None] = [None] * len(conns)  # the statement each session is running
+        failed = [False] * len(conns)
+        sent_at: dict[int, float] = {}
+
+        def send(i: int) -> None:
+            s = schedule[i]
+            conns[s.session].send_query(s.sql.encode())
+            answers[i].sent = True
+            busy[s.session] = i
+            sent_at[i] = answers[i].sent_at = time.monotonic()
+
+        def collect(session: int) -> bool:
+            """Read what has arrived for `session`; True when its statement has finished."""
+            from psycopg import pq
+
+            c = conns[session]
+            c.consume_input()
+            if c.is_busy():
+                return False
+            i = busy[session]
+            assert i is not None
+            a = answers[i]
+            while (res := c.get_result()) is not None:
+                if res.status == pq.ExecStatus.FATAL_ERROR:
+                    a.sqlstate = _field(res, "SQLSTATE")
+                    a.message = _field(res, "MESSAGE_PRIMARY")
+                    a.detail = _field(res, "MESSAGE_DETAIL")
+                    a.hint = _field(res, "MESSAGE_HINT")
+                    a.context = _field(res, "CONTEXT")
+                elif res.status == pq.ExecStatus.TUPLES_OK and res.ntuples and a.value is None:
+                    v = res.get_value(0, 0)
+                    a.value = None if v is None else bytes(v).decode()
+            a.done = True
+            a.finished_at = time.monotonic()
+            a.seconds = a.finished_at - sent_at[i]
+            busy[session] = None
+            if a.error:
+                failed[session] = True
+            return True
+
+        def waiting() -> set[int]:
+            pending = [pids[k] for k, b in enumerate(busy) if b is not None]
+            if not pending:
+                return set()
+            rows = obs.execute(
+                "select distinct pid from pg_locks where not granted and pid = any(%s)",
+                (pending,),
+            ).fetchall()
+            return {r[0] for r in rows}
+
+        def stuck() -> bool:
+            """Is every busy session waiting for sessions that are idle in their transaction?
+            Then nothing moves until the replay ends those transactions (a cycle of three, say,
+            after one of them was aborted)."""
+            running = [k for k, b in enumerate(busy) if b is not None]
+            rows = obs.execute(
+                "select p, pg_blocking_pids(p) from unnest(%s::int[]) as p",
+                ([pids[k] for k in running],),
+            ).fetchall()
+            idle = {pids[k] for k, b in enumerate(busy) if b is None}
+            if not all(blockers and set(blockers) <= idle for _, blockers in rows):
+                return False
+            for k in running:
+                b = busy[k]
+                assert b is not None
+                answers[b].waited = answers[b].left_waiting = True
+            return True
+
+        def feed(session: int) -> None:
+            """Send the session's next held-back statement, if it is free."""
+            while queues[session] and busy[session] is None:
+                i = queues[session].popleft()
+                if failed[session]:
+                    answers[i].dropped = "its transaction had already failed"
+                    continue
+                send(i)
+
+        def settle(target: int | None) -> bool:
+            """Poll until statement `target` has finished or waits (None: until every session is
+            idle); False when the time limit came first."""
+            while time.monotonic() < deadline:
+                for k in range(len(conns)):
+                    if busy[k] is not None and collect(k):
+                        feed(k)
+                if target is not None:
+                    a = answers[target]
+                    if a.done or not a.sent:
+                        return True
+                elif (all(b is None for b in busy) and not any(queues)) or stuck():
+                    return True
+                seen = waiting()
+                for k, b in enumerate(busy):
+                    if b is not None and pids[k] in seen:
+                        answers[b].waited = True
+                if target is not None and answers[target].waited:
+                    return True
+                socks = [conns[k].socket for k, b in enumerate(busy) if b is not None]
+                if socks:
+                    select.select(socks, [], [], 0.003)
+            return False
+
+        held: dict[int, set[tuple[Any, ...]]] = {pid: set() for pid in pids}
+
+        def snapshot() -> None:
+            rows = obs.execute(
+                "select pid, locktype, transactionid::text::bigint, classid::bigint, "
+                "objid::bigint, objsubid, relation::bigint from pg_locks "
+                "where granted and pid = any(%s) and locktype in "
+                "('advisory', 'transactionid', 'relation', 'tuple')",
+                (pids,),
+            ).fetchall()
+            for r in rows:
+                held[r[0]].add(tuple(r[1:]))
+
+        timed_out = False
+        for i, s in enumerate(schedule):
+            queues[s.session].append(i)
+            feed(s.session)
+            if not answers[i].sent and not answers[i].dropped:
+                continue  # held back behind a waiting statement of its session
+            if not settle(i):
+                timed_out = True
+                break
+            snapshot()
+        if not timed_out and not settle(None):
+            timed_out = True
+        if timed_out:
+            for k, b in enumerate(busy):
+                if b is not None:
+                    cancel = conns[k].get_cancel()
+                    cancel.cancel()
+            for k, b in enumerate(busy):
+                if b is not None:
+                    while conns[k].is_busy():
+                        select.select([conns[k].socket], [], [], 0.05)
+                        conns[k].consume_input()
+                    collect(k)
+            for q in queues:
+                for i in q:
+                    answers[i].dropped = "the time limit came first"
+        return Run(answers, pids, timed_out, time.monotonic() - start, settings, held)
+    finally:
+        _finish(conns)
+        if own_observer:
+            obs.close()
+
+
+def _finish(conns: list[PGconn]) -> None:
+    """End every session: idle ones first (that frees what the others wait for), then the
+    rest once their statement has come back; a statement that does not is cancelled."""
+    pending = list(conns)
+    deadline = time.monotonic() + 10
+    while pending:
+        still: list[PGconn] = []
+        for c in pending:
+            c.consume_input()
+            if c.is_busy():
+                still.append(c)
+                continue
+            while c.get_result() is not None:
+                pass
+            for stmt in ("rollback", "select pg_advisory_unlock_all()"):
+                with contextlib.suppress(DriverError):
+                    _exec(c, stmt)
+            c.finish()
+        if still and time.monotonic() > deadline:
+            for c in still:
+                c.get_cancel().cancel()
+            deadline = time.monotonic() + 10
+        if still:
+            select.select([c.socket for c in still], [], [], 0.01)
+        pending = still

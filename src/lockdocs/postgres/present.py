@@ -1,0 +1,148 @@
+"""Verdicts -> text or JSON. Pids, transaction ids and OIDs in Postgres's own lines change from
+run to run; everything lockdocs says about them is stable (the failing session is always the
+one that closes the cycle when the replay can set deadlock_timeout)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from lockdocs.postgres.driver import Answer
+from lockdocs.postgres.replay import Verdict
+from lockdocs.postgres.scenario import Step
+
+
+def _outcome(a: Answer) -> str:
+    if a.dropped:
+        return f"not sent ({a.dropped})"
+    if a.error:
+        return f"ERROR {a.sqlstate} {a.message}"
+    if a.left_waiting:
+        return "waits (until the replay ends the transaction that holds it)"
+    if a.waited:
+        return "waits, then granted"
+    if a.done:
+        return "granted"
+    return "no answer"
+
+
+def _step_text(i: int, st: Step, a: Answer | None, v: Verdict) -> list[str]:
+    head = f"{i + 1}. {st.describe(v.scenario.sessions)}"
+    return [f"{head}: {_outcome(a)}" if a else head, f"     {st.sql}"]
+
+
+def text(verdicts: list[Verdict]) -> str:
+    lines: list[str] = []
+    replayed = [v for v in verdicts if v.replayed]
+    for v in verdicts:
+        sc = v.scenario
+        waived = f" (waived: {sc.waived_by})" if sc.waived_by else ""
+        lines.append(f"{sc.location}: {sc.code}{waived}: {sc.message}")
+        if sc.unsupported:
+            lines += [f"  not replayed: {sc.unsupported}", ""]
+            continue
+        lines.append("  sessions: " + ", ".join(f"{s.name} = {s.path}" for s in sc.sessions))
+        lines.extend(f"  stand-in: {note}" for note in sc.stand_ins)
+        for i, st in enumerate(sc.steps):
+            a = v.answers[i] if i < len(v.answers) else None
+            lines.extend("  " + x for x in _step_text(i, st, a, v))
+        for e in v.errors:
+            who = sc.sessions[e.session]
+            lines.append(f"  Postgres answered {who.name} ({who.path}): {e.sqlstate} {e.message}")
+            for raw, mapped in zip(e.detail, (*e.mapped, *([""] * len(e.detail))), strict=False):
+                lines.append(f"    DETAIL: {raw}")
+                if mapped:
+                    lines.append(f"      = {mapped}")
+            if e.hint:
+                lines.append(f"    HINT: {e.hint}")
+            if e.context:
+                lines.append(f"    CONTEXT: {e.context}")
+        if v.as_reported:
+            lines.append(f"  as reported: {sc.expected} ({sc.why_expected})")
+        else:
+            lines.append(f"  NOT as reported: expected {sc.expected} ({sc.why_expected})")
+            lines.extend(f"    - {d}" for d in v.differences)
+        lines.append("")
+    good = sum(1 for v in replayed if v.as_reported)
+    skipped = len(verdicts) - len(replayed)
+    summary = f"{len(replayed)} replayed, {good} as reported, {len(replayed) - good} not"
+    if skipped:
+        summary += f", {skipped} not replayable"
+    lines.append(summary)
+    return "\n".join(lines) + "\n"
+
+
+def _answer_json(a: Answer) -> dict[str, Any]:
+    return {
+        "outcome": "error"
+        if a.error
+        else "dropped"
+        if a.dropped
+        else "waited"
+        if a.waited
+        else "granted"
+        if a.done
+        else "none",
+        "waited": a.waited,
+        "sqlstate": a.sqlstate or None,
+        "message": a.message or None,
+        "dropped": a.dropped or None,
+    }
+
+
+def as_json(verdicts: list[Verdict]) -> str:
+    out = []
+    for v in verdicts:
+        sc = v.scenario
+        out.append(
+            {
+                "index": v.index,
+                "code": sc.code,
+                "message": sc.message,
+                "file": sc.location.file,
+                "line": sc.location.line,
+                "waived_by": sc.waived_by or None,
+                "replayed": v.replayed,
+                "not_replayed_because": sc.unsupported or None,
+                "expected": sc.expected or None,
+                "why_expected": sc.why_expected or None,
+                "answer": v.answer or None,
+                "as_reported": v.as_reported if v.replayed else None,
+                "differences": v.differences,
+                "stand_ins": list(sc.stand_ins),
+                "sessions": [
+                    {
+                        "name": s.name,
+                        "path": s.path,
+                        "transaction_kind": s.transaction_kind,
+                        "lock_timeout": s.lock_timeout,
+                    }
+                    for s in sc.sessions
+                ],
+                "steps": [
+                    {
+                        "session": sc.sessions[st.session].name,
+                        "action": st.action,
+                        "lock": st.lock,
+                        "instance": st.target.instance,
+                        "mode": st.mode,
+                        "sql": st.sql,
+                        **(_answer_json(v.answers[i]) if i < len(v.answers) else {}),
+                    }
+                    for i, st in enumerate(sc.steps)
+                ],
+                "errors": [
+                    {
+                        "session": sc.sessions[e.session].name,
+                        "sqlstate": e.sqlstate,
+                        "message": e.message,
+                        "detail": list(e.detail),
+                        "waits": list(e.mapped),
+                        "hint": e.hint or None,
+                        "context": e.context or None,
+                    }
+                    for e in v.errors
+                ],
+            }
+        )
+    return json.dumps({"replays": out}, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

@@ -1,0 +1,239 @@
+"""A finding's proof -> a scenario for a live server: tables, sessions, steps, the expectation.
+
+Transaction i of the proof becomes session Ti. First every session takes what its transaction
+holds when it asks (in the order it took it), then each asks for the lock it wants, in the
+reported order: each ask but the last must wait, and the last closes the cycle. The lock both
+sides of a hop name is one concrete instance (row 1 of the table, say); any other instance a
+session holds is a row of its own, so only the reported locks meet.
+
+The expected answer: 40P01 (deadlock detected), or 55P03 when a transaction kind on the cycle
+bounds its waits by a lock_timeout shorter than the deadlock_timeout assumed for production
+(1 s, Postgres's default), since that wait ends before the deadlock detector runs. Two
+upgrades of one heavyweight lock (advisory, table) are found by Postgres's early check the
+moment the second one asks, whatever the timeouts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from lockdocs import model as m
+from lockdocs.analysis.proof import Hop, Proof
+from lockdocs.diagnostics import Diagnostic, Location
+from lockdocs.postgres import statements as sq
+
+PRODUCTION_DEADLOCK_TIMEOUT_MS = 1000
+HEAVYWEIGHT = ("advisory", "table", "memory")
+
+
+@dataclass(frozen=True)
+class Step:
+    session: int
+    action: str  # take | want
+    lock: str
+    mode: str
+    target: sq.Target
+    sql: str
+    location: Location | None = None  # where the declarations take it (want: the step)
+    line: int = 0  # take: the line it was taken at
+
+    def describe(self, sessions: tuple[Session, ...]) -> str:
+        who = sessions[self.session].name
+        verb = "takes" if self.action == "take" else "asks for"
+        where = f" ({self.location})" if self.location else ""
+        return f"{who} {verb} {self.target.label} ({self.mode}){where}"
+
+
+@dataclass(frozen=True)
+class Session:
+    name: str
+    path: str
+    transaction_kind: str | None = None
+    lock_timeout: str | None = None  # as declared
+    lock_timeout_ms: int = 0
+    isolation: str | None = None
+
+
+@dataclass(frozen=True)
+class Scenario:
+    code: str
+    message: str
+    location: Location
+    sessions: tuple[Session, ...]
+    steps: tuple[Step, ...]
+    targets: tuple[sq.Target, ...]
+    expected: str  # 40P01 | 55P03
+    why_expected: str
+    waived_by: str = ""
+    stand_ins: tuple[str, ...] = ()
+    unsupported: str = ""  # why this finding cannot be replayed (then nothing else is set)
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def setup(self) -> list[str]:
+        return sq.setup_sql(list(self.targets))
+
+    @property
+    def closer(self) -> int:
+        """The session whose ask closes the cycle."""
+        wants = [st.session for st in self.steps if st.action == "want"]
+        return wants[-1] if wants else 0
+
+
+def duration_ms(text: str | None) -> int:
+    """A lock_timeout as declared ('5s', '200ms', '1min'; the schema allows no other form)."""
+    if not text:
+        return 0
+    for unit, factor in (("ms", 1), ("min", 60_000), ("s", 1000)):
+        if text.endswith(unit) and text[: -len(unit)].isdigit():
+            return int(text[: -len(unit)]) * factor
+    return 0
+
+
+def lock_kind(model: m.Model, lock_id: str, backend: str | None) -> str:
+    lock = model.locks[lock_id]
+    for b in lock.backends:
+        if backend and b.name == backend:
+            return b.kind
+    return lock.kind
+
+
+class _Instances:
+    """Concrete instance numbers: the shared ones of the cycle first, then one of its own for
+    every other instance a session holds."""
+
+    def __init__(self, model: m.Model) -> None:
+        self.model = model
+        self.numbers: dict[tuple[str, str, int], int] = {}
+        self.next: dict[str, int] = {}
+
+    def fix(self, lock: str, instance: str, session: int, number: int) -> None:
+        self.numbers[(lock, instance, session)] = number
+        self.next[lock] = max(self.next.get(lock, 1), number + 1)
+
+    def get(self, lock: str, instance: str, session: int) -> int:
+        if self.model.locks[lock].singleton:
+            return 1
+        key = (lock, instance, session)
+        if key not in self.numbers:
+            n = self.next.get(lock, 1)
+            self.fix(lock, instance, session, n)
+        return self.numbers[key]
+
+
+def _cycle_numbers(proof: Proof, inst: _Instances) -> list[int]:
+    """The instance each hop holds that the previous hop wants."""
+    out: list[int] = []
+    for i, h in enumerate(proof.hops):
+        if proof.kind == "upgrade":
+            n = 1
+        else:
+            n = 1 + sum(1 for g in proof.hops[:i] if g.holds == h.holds)
+        inst.fix(h.holds, h.held_instance, i, n)
+        out.append(n)
+    return out
+
+
+def _session(model: m.Model, i: int, h: Hop) -> Session:
+    tk = model.transactions.get(h.transaction_kind) if h.transaction_kind else None
+    timeout = tk.lock_timeout if tk else None
+    return Session(
+        f"T{i + 1}",
+        h.path,
+        h.transaction_kind,
+        timeout,
+        duration_ms(timeout),
+        tk.isolation if tk else None,
+    )
+
+
+def _take(
+    model: m.Model, backend: str | None, lock_id: str, mode: str, n: int, schema: str | None
+) -> tuple[sq.Target, str]:
+    lock = model.locks[lock_id]
+    kind = lock_kind(model, lock_id, backend)
+    t = sq.target(lock, kind, n, schema)
+    scope = "session" if kind == "memory" else lock.scope
+    if kind == "row" and mode == "for key share":
+        return t, sq.foreign_key_sql(t)
+    return t, sq.take_sql(t, mode, scope)
+
+
+def _mode_on(model: m.Model, lock_id: str, mode: str, backend: str | None) -> str:
+    """A step's mode on the replayed backend (a backend may take the lock another way)."""
+    for b in model.locks[lock_id].backends:
+        if backend and b.name == backend and b.mode:
+            return b.mode
+    return mode
+
+
+def from_finding(model: m.Model, d: Diagnostic, schema: str | None = None) -> Scenario:
+    """The scenario of one finding; with `schema`, every table moves into that schema (an
+    isolation spec that must not meet a team's own tables)."""
+    proof = d.extra.get("proof")
+    base = {"code": d.code, "message": d.message, "location": d.location}
+    if not isinstance(proof, Proof) or not proof.hops:
+        return Scenario(
+            **base,  # type: ignore[arg-type]
+            sessions=(),
+            steps=(),
+            targets=(),
+            expected="",
+            why_expected="",
+            waived_by=d.waived_by,
+            unsupported=f"{d.code} findings carry no interleaving to replay",
+        )
+    backend = proof.backend
+    inst = _Instances(model)
+    cycle = _cycle_numbers(proof, inst)
+    k = len(proof.hops)
+    sessions = tuple(_session(model, i, h) for i, h in enumerate(proof.hops))
+    steps: list[Step] = []
+    targets: list[sq.Target] = []
+    stand_ins: list[str] = []
+
+    def add(step: Step) -> None:
+        steps.append(step)
+        if step.target not in targets:
+            targets.append(step.target)
+            if step.target.stand_in:
+                stand_ins.append(f"{step.target.lock}: {step.target.stand_in}")
+
+    for i, h in enumerate(proof.hops):
+        for held in h.held:
+            mode = _mode_on(model, held.lock, held.mode, backend)
+            n = inst.get(held.lock, held.instance, i)
+            t, stmt = _take(model, backend, held.lock, mode, n, schema)
+            add(Step(i, "take", held.lock, mode, t, stmt, line=held.acquired_at))
+    for i, h in enumerate(proof.hops):
+        n = cycle[i] if proof.kind == "upgrade" else cycle[(i + 1) % k]
+        mode = _mode_on(model, h.wants, h.wanted_mode, backend)
+        t, stmt = _take(model, backend, h.wants, mode, n, schema)
+        add(Step(i, "want", h.wants, mode, t, stmt, location=h.location))
+    expected, why = _expectation(model, proof, sessions, backend)
+    return Scenario(
+        **base,  # type: ignore[arg-type]
+        sessions=sessions,
+        steps=tuple(steps),
+        targets=tuple(targets),
+        expected=expected,
+        why_expected=why,
+        waived_by=d.waived_by,
+        stand_ins=tuple(dict.fromkeys(stand_ins)),
+    )
+
+
+def _expectation(
+    model: m.Model, proof: Proof, sessions: tuple[Session, ...], backend: str | None
+) -> tuple[str, str]:
+    heavy = lock_kind(model, proof.hops[0].holds, backend) in HEAVYWEIGHT
+    if proof.kind == "upgrade" and heavy:
+        return "40P01", "two upgrades of one lock: Postgres's early deadlock check"
+    bounded = [s for s in sessions if 0 < s.lock_timeout_ms < PRODUCTION_DEADLOCK_TIMEOUT_MS]
+    if bounded:
+        s = bounded[0]
+        return "55P03", (
+            f"{s.name}'s transaction kind {s.transaction_kind} bounds each wait to "
+            f"{s.lock_timeout}, less than deadlock_timeout (1s)"
+        )
+    return "40P01", "the deadlock detector breaks the cycle"
