@@ -60,7 +60,6 @@ class Run:
     pids: list[int]
     timed_out: bool = False
     elapsed: float = 0.0
-    session_settings: list[dict[str, str]] = field(default_factory=list)
     # What each session held, as pg_locks rows seen after each step: (locktype, transactionid,
     # classid, objid, objsubid, relation); a replay maps the server's words back with them.
     held: dict[int, set[tuple[Any, ...]]] = field(default_factory=dict)
@@ -109,30 +108,28 @@ def run(
     schedule: list[Statement],
     time_limit: float = 10.0,
     observer: Any = None,
+    snapshots: bool = True,
+    sessions: list[PGconn] | None = None,
 ) -> Run:
     """Open one session per entry of `setups` (its statements run first, at once), then send the
-    schedule's statements in order; returns every answer."""
+    schedule's statements in order; returns every answer. With `snapshots`, what each session
+    holds is read from pg_locks after every step (a replay names the server's numbers with it).
+    `sessions`: connections to reuse (from `connect_sessions`); they are reset, not closed.
+    """
     import psycopg
 
     start = time.monotonic()
     deadline = start + time_limit
     own_observer = observer is None
     obs = observer or psycopg.connect(dsn, autocommit=True)
-    conns: list[PGconn] = []
+    conns: list[PGconn] = list(sessions or [])
     try:
-        for setup in setups:
-            c = _connect(dsn)
-            conns.append(c)
-            for stmt in setup:
-                _exec(c, stmt)
+        for k, setup in enumerate(setups):
+            if k >= len(conns):
+                conns.append(_connect(dsn))
+            if setup:  # one round trip: the simple query protocol takes several statements
+                _exec(conns[k], "; ".join(setup))
         pids = [c.backend_pid for c in conns]
-        settings = [
-            {
-                name: _exec(c, f"select current_setting('{name}')") or ""
-                for name in ("deadlock_timeout", "lock_timeout")
-            }
-            for c in conns
-        ]
         answers = [Answer(i, s.session) for i, s in enumerate(schedule)]
         queues: list[deque[int]] = [deque() for _ in conns]
         busy: list[int | None] = [None] * len(conns)  # the statement each session is running
@@ -215,6 +212,10 @@ def run(
         def settle(target: int | None) -> bool:
             """Poll until statement `target` has finished or waits (None: until every session is
             idle); False when the time limit came first."""
+            if target is not None and answers[target].sent:
+                # Most statements are granted at once: give the answer a moment to arrive
+                # before asking pg_locks whether it waits.
+                select.select([conns[schedule[target].session].socket], [], [], 0.002)
             while time.monotonic() < deadline:
                 for k in range(len(conns)):
                     if busy[k] is not None and collect(k):
@@ -258,7 +259,8 @@ def run(
             if not settle(i):
                 timed_out = True
                 break
-            snapshot()
+            if snapshots:
+                snapshot()
         if not timed_out and not settle(None):
             timed_out = True
         if timed_out:
@@ -275,14 +277,25 @@ def run(
             for q in queues:
                 for i in q:
                     answers[i].dropped = "the time limit came first"
-        return Run(answers, pids, timed_out, time.monotonic() - start, settings, held)
+        return Run(answers, pids, timed_out, time.monotonic() - start, held)
     finally:
-        _finish(conns)
+        _finish(conns, close=sessions is None)
         if own_observer:
             obs.close()
 
 
-def _finish(conns: list[PGconn]) -> None:
+def connect_sessions(dsn: str, n: int) -> list[PGconn]:
+    """Connections for `run(..., sessions=)`, when many short runs would each pay for new
+    backends; close them with `close_sessions`."""
+    return [_connect(dsn) for _ in range(n)]
+
+
+def close_sessions(conns: list[PGconn]) -> None:
+    for c in conns:
+        c.finish()
+
+
+def _finish(conns: list[PGconn], close: bool = True) -> None:
     """End every session: idle ones first (that frees what the others wait for), then the
     rest once their statement has come back; a statement that does not is cancelled."""
     pending = list(conns)
@@ -296,10 +309,10 @@ def _finish(conns: list[PGconn]) -> None:
                 continue
             while c.get_result() is not None:
                 pass
-            for stmt in ("rollback", "select pg_advisory_unlock_all()"):
-                with contextlib.suppress(DriverError):
-                    _exec(c, stmt)
-            c.finish()
+            with contextlib.suppress(DriverError):
+                _exec(c, "rollback; select pg_advisory_unlock_all()")
+            if close:
+                c.finish()
         if still and time.monotonic() > deadline:
             for c in still:
                 c.get_cancel().cancel()

@@ -1,0 +1,1 @@
+"""Helpers for the tests that run on a real server (see interleave.py)."""
