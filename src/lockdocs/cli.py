@@ -315,6 +315,31 @@ def replay(
 
 
 @app.command()
+def explain(
+    logfile: Annotated[
+        str,
+        typer.Argument(help="A PostgreSQL server log (stderr, csvlog or jsonlog), or - for stdin."),
+    ],
+    root: RootOpt = None,
+    fmt: Annotated[
+        commands.ExplainFormat, typer.Option("--format", "-f", help="text, json or markdown.")
+    ] = commands.ExplainFormat.text,
+    log_format: Annotated[
+        commands.LogFormat,
+        typer.Option("--log-format", help="The log's format (default: told from its first line)."),
+    ] = commands.LogFormat.auto,
+    show_literals: Annotated[
+        bool,
+        typer.Option(
+            "--show-literals", help="Print statements as logged (default: literals as $n)."
+        ),
+    ] = False,
+) -> None:
+    """Decode a server log's deadlocks and lock timeouts back to declared locks, paths and findings."""
+    raise typer.Exit(commands.explain(root, logfile, fmt, log_format, show_literals))
+
+
+@app.command()
 def build(
     root: RootOpt = None,
     no_svg: Annotated[

@@ -1,0 +1,362 @@
+"""A server log's deadlock and lock-timeout reports -> the declared locks, paths and findings.
+
+Each wait a deadlock report names is decoded to a declared lock: an advisory tag to the lock
+whose fixed key has that tag, or to a key family by the key expression of the waiting
+process's statement; a row wait (on a transaction or a tuple) to the row lock of the table the
+statement names. The process that blocks it holds that lock, so each process holds one lock of
+the cycle and asks for the next; the declared takes of that order name the paths that could
+have run it. Then the cycle is compared with lockdocs' findings: one it reports, one whose
+order no declared path has (the declarations are missing a path or a step), or one on a lock
+that is not declared at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from lockdocs import model as m
+from lockdocs.analysis.flatten import Event
+from lockdocs.diagnostics import Diagnostic
+from lockdocs.postgres import statements as sq
+from lockdocs.postgres.logs import ADVISORY_MODE_NAMES, TABLE_MODE_NAMES, LockTag, parse_detail
+from lockdocs.postgres.serverlog import DEADLOCK, Entry
+from lockdocs.postgres.sqlread import AdvisoryCall, Reading, masked, read
+
+CYCLE_CODES = ("LD201", "LD202", "LD203")
+
+
+@dataclass(frozen=True)
+class LockRef:
+    locks: tuple[str, ...]  # the declared locks it can be; () when none
+    mode: str | None  # the declared mode word, when the log or the statement says
+    postgres: str  # how Postgres named it
+    how: str  # how lockdocs decoded it, or why it could not
+
+
+@dataclass(frozen=True)
+class Taker:
+    path: str
+    location: str
+    via: tuple[str, ...] = ()
+
+
+@dataclass
+class Process:
+    name: str  # P1, P2, ... in a stable order
+    pid: int | None
+    wants: LockRef
+    holds: LockRef | None
+    statement: str
+    masked: str
+    takers: tuple[Taker, ...] = ()
+
+
+@dataclass
+class Case:
+    kind: str  # deadlock | lock timeout
+    sqlstate: str
+    processes: list[Process]
+    verdict: str  # reported | missing order | undeclared lock | unreported | timeout
+    says: list[str]
+    findings: list[dict[str, object]] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)  # where each occurrence starts in the log
+    hint: str = ""
+    context: str = ""
+
+    @property
+    def signature(self) -> tuple[object, ...]:
+        return (
+            self.kind,
+            tuple(
+                (p.wants.locks, p.wants.mode, p.holds.locks if p.holds else (), masked(p.statement))
+                for p in self.processes
+            ),
+        )
+
+
+class Explainer:
+    def __init__(self, model: m.Model, diagnostics: list[Diagnostic], events: list[Event]):
+        self.model = model
+        self.findings = [d for d in diagnostics if d.code in CYCLE_CODES]
+        self.events = [e for e in events if e.kind in ("acquire", "upgrade", "retake")]
+        self.tags: dict[tuple[int, int, int], list[str]] = {}
+        for lock in model.locks.values():
+            if lock.key is not None and lock.key.tag is not None:
+                self.tags.setdefault(lock.key.tag, []).append(lock.id)
+
+    # --- decoding ---------------------------------------------------------------------------
+
+    def advisory(self, tag: LockTag | None, mode: str, reading: Reading) -> LockRef:
+        words = tag.text if tag else "an advisory lock"
+        wanted = tag.advisory_tag if tag else None
+        call = self._call(reading, wanted)
+        declared_mode = ADVISORY_MODE_NAMES.get(mode) or (call.mode if call else None)
+        if wanted is not None and wanted in self.tags:
+            return LockRef(tuple(self.tags[wanted]), declared_mode, words, "its fixed key")
+        if call is not None:
+            stand_in = self._stand_in(call)
+            if stand_in:
+                return LockRef((stand_in,), declared_mode, words, "replay's stand-in for it")
+            family = self._family(call)
+            if family:
+                expr = call.parts[0] if len(call.parts) == 1 else call.parts[-1]
+                shown = expr.text if expr.text is not None else f"{expr.prefix or ''}..."
+                return LockRef(
+                    tuple(family),
+                    declared_mode,
+                    words,
+                    f"the key expression of its statement: {expr.function}('{shown}')",
+                )
+        why = "no declared key has this tag"
+        if call is None and reading.error:
+            why += f", and {reading.error}"
+        elif call is None:
+            why += ", and its statement takes no advisory lock lockdocs can read"
+        return LockRef((), declared_mode, words, why)
+
+    def _call(self, reading: Reading, tag: tuple[int, int, int] | None) -> AdvisoryCall | None:
+        calls = list(reading.advisory)
+        exact = [c for c in calls if tag is not None and c.tag == tag]
+        if exact:
+            return exact[0]
+        unknown = [c for c in calls if c.tag is None]
+        return unknown[0] if len(unknown) == 1 else (calls[0] if len(calls) == 1 else None)
+
+    def _stand_in(self, call: AdvisoryCall) -> str | None:
+        from lockdocs import pghash
+
+        if len(call.parts) != 2 or call.parts[0].value != pghash.hashtext(sq.STAND_IN_NAMESPACE):
+            return None
+        text = call.parts[1].text or ""
+        lock = text.rsplit("#", 1)[0]
+        return lock if lock in self.model.locks else None
+
+    def _family(self, call: AdvisoryCall) -> list[str]:
+        out = []
+        for lock in self.model.locks.values():
+            key = lock.key
+            if key is None or lock.kind != "advisory":
+                continue
+            if key.construction in ("hashtextextended", "hashtext") and len(call.parts) == 1:
+                part, kt = call.parts[0], key.text
+                if part.function != key.construction or kt is None or not kt.parts:
+                    continue
+                prefix = kt.prefix or ""
+                seen = part.text if part.text is not None else part.prefix
+                if seen is not None and seen.startswith(prefix) and part.seed == kt.seed:
+                    out.append(lock.id)
+            elif key.construction == "int4pair" and len(call.parts) == 2:
+                first = key.first
+                fixed = first if isinstance(first, int) else None
+                if isinstance(first, m.KeyText) and first.fixed and first.text is not None:
+                    from lockdocs import pghash
+
+                    fixed = pghash.hashtext(first.text)
+                if fixed is not None and call.parts[0].value == fixed:
+                    out.append(lock.id)
+        return out
+
+    def relation(self, reading: Reading, postgres: str) -> LockRef:
+        """A row or table wait: the lock of the table the statement names."""
+        if reading.error:
+            return LockRef((), None, postgres, reading.error)
+        for rel in reading.relations:
+            found = self._tables(rel.schema, rel.table, rel.kind)
+            if found:
+                return LockRef(
+                    tuple(found),
+                    rel.mode,
+                    postgres,
+                    f"the table its statement names ({rel.how} on "
+                    f"{rel.schema + '.' if rel.schema else ''}{rel.table})",
+                )
+        names = ", ".join(
+            f"{r.schema + '.' if r.schema else ''}{r.table}" for r in reading.relations
+        )
+        return LockRef(
+            (),
+            None,
+            postgres,
+            f"no declared lock is on {names}" if names else "its statement names no table",
+        )
+
+    def _tables(self, schema: str | None, table: str, kind: str) -> list[str]:
+        if kind == "foreign key":
+            # The referenced table is not in the statement: the declared takes say which
+            # insert's foreign key takes which row lock (implicit: ...).
+            return sorted({e.lock for e in self.events if e.implicit and table in e.implicit})
+        out = []
+        for lock in self.model.locks.values():
+            if lock.kind not in ("row", "table") or not lock.table:
+                continue
+            t = sq.table_of(lock.table, lock.id)
+            if t.name == table and (schema is None or t.schema == schema):
+                out.append(lock.id)
+        return out
+
+    def wait(self, tag: LockTag, mode: str, statement: str) -> LockRef:
+        reading = read(statement) if statement else Reading(error="the log has no statement")
+        if tag.kind == "advisory":
+            return self.advisory(tag, mode, reading)
+        if tag.kind in ("transaction", "tuple"):
+            words = f"{mode} on {'a transaction' if tag.kind == 'transaction' else 'a tuple'}"
+            return self.relation(reading, words)
+        if tag.kind == "relation":
+            ref = self.relation(reading, f"{mode} on a relation")
+            return LockRef(ref.locks, TABLE_MODE_NAMES.get(mode, ref.mode), ref.postgres, ref.how)
+        return LockRef((), None, tag.text, "lockdocs does not decode this kind of lock")
+
+    # --- paths ------------------------------------------------------------------------------
+
+    def takers(self, holds: LockRef | None, wants: LockRef) -> tuple[Taker, ...]:
+        out: dict[tuple[str, str], Taker] = {}
+        held = set(holds.locks) if holds else set()
+        for ev in self.events:
+            if ev.lock not in wants.locks:
+                continue
+            if held and not any(h.lock in held for h in ev.held):
+                continue
+            if held == {ev.lock} and ev.kind == "retake":
+                continue
+            if wants.mode and ev.mode != wants.mode and self._strict(ev.lock):
+                continue
+            key = (ev.path, str(ev.location))
+            out.setdefault(key, Taker(ev.path, str(ev.location), ev.via))
+        return tuple(out[k] for k in sorted(out))
+
+    def _strict(self, lock_id: str) -> bool:
+        return self.model.locks[lock_id].kind == "advisory"
+
+    # --- reports ----------------------------------------------------------------------------
+
+    def case(self, entry: Entry, show_literals: bool = False) -> Case:
+        if entry.state == DEADLOCK:
+            return self.deadlock(entry, show_literals)
+        return self.timeout(entry, show_literals)
+
+    def deadlock(self, entry: Entry, show_literals: bool) -> Case:
+        detail = parse_detail(entry.detail)
+        statements = dict(detail.statements)
+        if entry.pid is not None and entry.pid not in statements and entry.statement:
+            statements[entry.pid] = entry.statement
+        wants: dict[int, LockRef] = {}
+        holds: dict[int, LockRef] = {}
+        for w in detail.waits:
+            ref = self.wait(w.tag, w.mode, statements.get(w.pid, ""))
+            wants[w.pid] = ref
+            holds[w.blocker] = ref
+        procs = []
+        for w in detail.waits:
+            st = statements.get(w.pid, "")
+            shown = st if show_literals else masked(st)
+            procs.append(Process("", w.pid, wants[w.pid], holds.get(w.pid), st, shown))
+        procs.sort(key=lambda p: (p.wants.locks, p.masked))
+        for i, p in enumerate(procs):
+            p.name = f"P{i + 1}"
+            p.takers = self.takers(p.holds, p.wants)
+        case = Case("deadlock", DEADLOCK, procs, "", [], lines=[entry.line])
+        case.hint, case.context = entry.hint, entry.context
+        self._verdict(case)
+        return case
+
+    def _verdict(self, case: Case) -> None:
+        procs = case.processes
+        unknown = [p for p in procs if not p.wants.locks]
+        if unknown:
+            case.verdict = "undeclared lock"
+            case.says = [
+                f"{p.name} waits for {p.wants.postgres}: {p.wants.how}; the declarations do not "
+                "have this lock (declare it, with the paths that take it)"
+                for p in unknown
+            ]
+            return
+        cycle = {lk for p in procs for lk in p.wants.locks}
+        matches = [d for d in self.findings if set(d.locks) and set(d.locks) <= cycle]
+        exact = [d for d in matches if set(d.locks) == cycle] or matches
+        if exact:
+            case.verdict = "reported"
+            for d in exact:
+                waived = f"; waived by {d.waived_by}" if d.waived_by else ""
+                case.says.append(
+                    f"the cycle lockdocs reports as {d.code} at {d.location}: {d.message}{waived}"
+                )
+                case.findings.append(
+                    {
+                        "code": d.code,
+                        "file": d.location.file,
+                        "line": d.location.line,
+                        "message": d.message,
+                        "paths": list(d.paths),
+                        "waived_by": d.waived_by or None,
+                    }
+                )
+            return
+        missing = [p for p in procs if not p.takers]
+        if missing:
+            case.verdict = "missing order"
+            for p in missing:
+                held = " or ".join(p.holds.locks) if p.holds else "?"
+                want = " or ".join(p.wants.locks)
+                others = sorted({t.path for q in procs if q is not p for t in q.takers})
+                side = (
+                    f"path {', '.join(others)} takes {want} before {held}"
+                    if others
+                    else "the other side is not declared either"
+                )
+                case.says.append(
+                    f"{p.name} held {held} and asked for {want}, and no declared path takes "
+                    f"{want} while holding {held} ({side}): the declarations are missing a "
+                    "path or a step"
+                )
+            return
+        case.verdict = "unreported"
+        case.says.append(
+            "every order of this cycle is declared, yet lockdocs reports no cycle on "
+            f"{', '.join(sorted(cycle))}: that is a bug in lockdocs' analysis; please report it"
+        )
+
+    def timeout(self, entry: Entry, show_literals: bool) -> Case:
+        st = entry.statement
+        reading = read(st) if st else Reading(error="the log has no statement")
+        if reading.advisory:
+            ref = self.advisory(None, "", reading)
+        else:
+            ref = self.relation(reading, entry.message)
+        shown = st if show_literals else masked(st)
+        p = Process("P1", entry.pid, ref, None, st, shown)
+        p.takers = self.takers(None, ref)
+        kind = "lock timeout" if "lock timeout" in entry.message else "lock not available"
+        case = Case(kind, entry.state, [p], "timeout", [], lines=[entry.line])
+        case.hint, case.context = entry.hint, entry.context
+        if not ref.locks:
+            case.verdict = "undeclared lock"
+            case.says.append(f"the wait was for a lock lockdocs cannot name: {ref.how}")
+            return case
+        want = " or ".join(ref.locks)
+        case.says.append(f"{entry.message}: a wait for {want} ({ref.mode or '?'}) ended it")
+        for d in self.findings:
+            if set(d.locks) & set(ref.locks):
+                case.says.append(
+                    f"{want} is on the cycle lockdocs reports as {d.code} at {d.location}"
+                )
+                case.findings.append(
+                    {
+                        "code": d.code,
+                        "file": d.location.file,
+                        "line": d.location.line,
+                        "message": d.message,
+                        "paths": list(d.paths),
+                        "waived_by": d.waived_by or None,
+                    }
+                )
+        return case
+
+
+def group(cases: list[Case]) -> list[Case]:
+    """Identical cases (same locks, modes, masked statements) once, with every line."""
+    out: dict[tuple[object, ...], Case] = {}
+    for c in cases:
+        first = out.setdefault(c.signature, c)
+        if first is not c:
+            first.lines.extend(c.lines)
+    return list(out.values())
