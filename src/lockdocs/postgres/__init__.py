@@ -1,7 +1,10 @@
 """Proof on a real PostgreSQL: a throwaway server, replay of a finding, explain of a server log.
 
-`server` starts and removes a private cluster (or checks an existing one), `scenario` turns a
-finding's proof into sessions and steps, `driver` runs them on the server, `isolation` writes
-them as an isolation-tester spec, `logs` reads server logs and `explain` maps what they report
-back to the declarations.
+- server: a private cluster (initdb + pg_ctl, Unix socket only) and scratch databases;
+- statements: declared locks -> the SQL that takes them, with their real keys;
+- scenario, driver, replay, present, isolation, run: `lockdocs replay` (a finding's proof ->
+  sessions and steps, run step by step on the server, judged, printed, or written as an
+  isolation-tester spec);
+- logs, serverlog, sqlread, explain, explain_output: `lockdocs explain` (Postgres's lock words
+  and log formats, statements read with pglast, the waits decoded to declared locks and paths).
 """

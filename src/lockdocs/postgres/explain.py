@@ -49,6 +49,7 @@ class Process:
     statement: str
     masked: str
     takers: tuple[Taker, ...] = ()
+    declared_takers: tuple[str, ...] = ()  # locks.yaml's taken_by entries for that mode
 
 
 @dataclass
@@ -224,6 +225,16 @@ class Explainer:
             out.setdefault(key, Taker(ev.path, str(ev.location), ev.via))
         return tuple(out[k] for k in sorted(out))
 
+    def declared_takers(self, wants: LockRef) -> tuple[str, ...]:
+        """The functions locks.yaml says take the lock (taken_by), in a mode that fits."""
+        out: list[str] = []
+        for lock_id in wants.locks:
+            for t in self.model.locks[lock_id].takers:
+                if t.mode is None or wants.mode is None or t.mode == wants.mode:
+                    via = f" (via {', '.join(t.via)})" if t.via else ""
+                    out.append(f"{t.name}{via}")
+        return tuple(dict.fromkeys(out))
+
     def _strict(self, lock_id: str) -> bool:
         return self.model.locks[lock_id].kind == "advisory"
 
@@ -254,6 +265,7 @@ class Explainer:
         for i, p in enumerate(procs):
             p.name = f"P{i + 1}"
             p.takers = self.takers(p.holds, p.wants)
+            p.declared_takers = self.declared_takers(p.wants)
         case = Case("deadlock", DEADLOCK, procs, "", [], lines=[entry.line])
         case.hint, case.context = entry.hint, entry.context
         self._verdict(case)
@@ -325,6 +337,7 @@ class Explainer:
         shown = st if show_literals else masked(st)
         p = Process("P1", entry.pid, ref, None, st, shown)
         p.takers = self.takers(None, ref)
+        p.declared_takers = self.declared_takers(ref)
         kind = "lock timeout" if "lock timeout" in entry.message else "lock not available"
         case = Case(kind, entry.state, [p], "timeout", [], lines=[entry.line])
         case.hint, case.context = entry.hint, entry.context

@@ -51,6 +51,8 @@ def text(cases: list[Case], source: str) -> str:
                 lines.append("     declared takes: " + "; ".join(_taker(t) for t in p.takers))
             else:
                 lines.append("     declared takes: none")
+            if p.declared_takers:
+                lines.append("     taken by: " + "; ".join(p.declared_takers))
         lines.extend(f"  => {s}" for s in c.says)
         lines.append("")
     verdicts: dict[str, int] = {}
@@ -123,6 +125,7 @@ def as_json(cases: list[Case], source: str) -> str:
                             {"path": t.path, "location": t.location, "via": list(t.via)}
                             for t in p.takers
                         ],
+                        "taken_by": list(p.declared_takers),
                     }
                     for p in c.processes
                 ],

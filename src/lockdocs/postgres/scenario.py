@@ -148,15 +148,21 @@ def _session(model: m.Model, i: int, h: Hop) -> Session:
 
 
 def _take(
-    model: m.Model, backend: str | None, lock_id: str, mode: str, n: int, schema: str | None
+    model: m.Model,
+    backend: str | None,
+    lock_id: str,
+    mode: str,
+    n: int,
+    schema: str | None,
+    option: str | None = None,
 ) -> tuple[sq.Target, str]:
     lock = model.locks[lock_id]
     kind = lock_kind(model, lock_id, backend)
     t = sq.target(lock, kind, n, schema)
     scope = "session" if kind == "memory" else lock.scope
-    if kind == "row" and mode == "for key share":
+    if kind == "row" and mode == "for key share" and option is None:
         return t, sq.foreign_key_sql(t)
-    return t, sq.take_sql(t, mode, scope)
+    return t, sq.take_sql(t, mode, scope, option)
 
 
 def _mode_on(model: m.Model, lock_id: str, mode: str, backend: str | None) -> str:
@@ -203,7 +209,10 @@ def from_finding(model: m.Model, d: Diagnostic, schema: str | None = None) -> Sc
         for held in h.held:
             mode = _mode_on(model, held.lock, held.mode, backend)
             n = inst.get(held.lock, held.instance, i)
-            t, stmt = _take(model, backend, held.lock, mode, n, schema)
+            # A hold taken with SKIP LOCKED is taken that way again (nothing holds it yet, so
+            # it is granted like a plain take).
+            option = "skip locked" if held.maybe else None
+            t, stmt = _take(model, backend, held.lock, mode, n, schema, option)
             add(Step(i, "take", held.lock, mode, t, stmt, line=held.acquired_at))
     for i, h in enumerate(proof.hops):
         n = cycle[i] if proof.kind == "upgrade" else cycle[(i + 1) % k]
