@@ -300,3 +300,13 @@ def test_the_docs_show_what_replay_prints(pg_server: Server) -> None:
     r = run_cli("replay", "--root", str(SPECS / "report-opposite-orders"), "--dsn", pg_server.dsn)
     assert r.code == 0, r.err
     assert _masked(r.out) == _masked(shown)
+
+
+def test_the_flagship_project_replays_as_reported(pg_server: Server) -> None:
+    # The repository's own declarations: its one waived LD202 is a real deadlock on the server.
+    repo = Path(__file__).resolve().parents[1]
+    r = run_cli("replay", "--root", str(repo), "--dsn", pg_server.dsn, "--format", "json")
+    assert r.code == 0, r.err
+    replays = r.json()["replays"]
+    assert replays and all(v["as_reported"] for v in replays)
+    assert {v["answer"] for v in replays} == {"40P01"}

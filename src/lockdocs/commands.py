@@ -321,6 +321,7 @@ def _replay_on_server(
     import psycopg
 
     from lockdocs.postgres import present, run
+    from lockdocs.postgres.driver import DriverError
     from lockdocs.postgres.server import ServerUnavailable
 
     try:
@@ -341,7 +342,7 @@ def _replay_on_server(
             "then never meet the application's); grant CREATEDB, or leave out --dsn for a "
             "throwaway cluster",
         )
-    except psycopg.OperationalError as exc:
+    except (psycopg.Error, DriverError) as exc:
         return _fail(f"cannot use the server: {str(exc).strip()}")
     sys.stdout.write(
         present.text(verdicts) if fmt is ReplayFormat.text else present.as_json(verdicts)
