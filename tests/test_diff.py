@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -129,6 +130,17 @@ def _finding_fixed(d: dict[str, Any]) -> None:
 def _no_change(d: dict[str, Any]) -> None:
     # Only comments and line numbers moved: the findings match without their lines.
     assert d["summary"] == "no change to the locks, their order or the findings"
+    assert d["changed"] is False
+
+
+def _waived_unchanged(d: dict[str, Any]) -> None:
+    # A finding waived on both sides (its line moved) is no change: nothing to comment on.
+    assert d["changed"] is False
+    assert d["unchanged_waived"] == 1
+    assert d["summary"] == "no change to the locks, their order or the findings"
+    for section in ("locks", "edges", "paths", "findings", "exceptions", "rules"):
+        lists = {k: v for k, v in d[section].items() if k != "context"}
+        assert all(v == [] for v in lists.values()), (section, lists)
 
 
 EXPECT: dict[str, Callable[[dict[str, Any]], None]] = {
@@ -141,6 +153,7 @@ EXPECT: dict[str, Callable[[dict[str, Any]], None]] = {
     "exception-added": _exception_added,
     "finding-fixed": _finding_fixed,
     "no-change": _no_change,
+    "waived-unchanged": _waived_unchanged,
 }
 
 
@@ -182,24 +195,36 @@ def test_markdown_is_a_pr_comment() -> None:
     assert lines[0] == "**lockdocs diff** `base` → `head`"
     assert lines[2].startswith("⚠️ 3 order edges added")
     assert "<details open><summary><b>Findings</b>" in md  # new findings are not hidden
+    # a finding is a list item, not a wide monospace block: where, why it matters, the fix
+    item = next(line for line in lines if line.startswith("- 🔴 **LD201** error, new, at "))
+    assert "`paths/postings.yaml:13`" in item, item
+    assert "  <br>Why it matters: Postgres breaks a deadlock" in md
+    assert "  <br>Fix: make 'close-budget' take account before budget" in md
     assert "<details><summary><b>Order edges" in md
     assert md.count("<details") == md.count("</details>")
-    dot = md[md.index("```dot\n") + len("```dot\n") :]
-    dot = dot[: dot.index("```")]
-    assert dot.startswith("digraph lock_order_change {")
-    assert '"budget" -> "account" [label="close-budget", color="#1a7f37"' in dot  # added: green
-    assert '"account" -> "account" [label="transfer", color="#8c959f"' in dot  # context: grey
-    if shutil.which("dot"):
-        svg = subprocess.run(
-            ["dot", "-Tsvg"], input=dot, capture_output=True, text=True, check=False
-        )
-        assert svg.returncode == 0, svg.stderr
+    assert "```dot" not in md  # GitHub does not draw DOT
+    named, style, graph = _mermaid(md)
+    assert graph.startswith("graph LR\n")
+    assert "#1a7f37" in style[named.index(("budget", "-->", "close-budget", "account"))]  # green
+    assert "#8c959f" in style[named.index(("account", "-->", "transfer", "account"))]  # grey
+
+
+def _mermaid(md: str) -> tuple[list[tuple[str, str, str, str]], dict[int, str], str]:
+    """The Mermaid graph's edges as (src, arrow, label, dst), its link styles, its text."""
+    graph = md.split("```mermaid\n", 1)[1].split("```", 1)[0]
+    nodes = dict(re.findall(r'^  (n\d+)\["([^"]+)"\]$', graph, re.MULTILINE))
+    edges = re.findall(r'^  (n\d+) (-->|-\.->)\|"([^"]*)"\| (n\d+)$', graph, re.MULTILINE)
+    named = [(nodes[a], arrow, label, nodes[b]) for a, arrow, label, b in edges]
+    style = {int(i): st for i, st in re.findall(r"^  linkStyle (\d+) (.+)$", graph, re.MULTILINE)}
+    return named, style, graph
 
 
 def test_markdown_shows_removed_edges_red() -> None:
     proc = lockdocs("diff", "base", "head", "-f", "markdown", cwd=FIXTURES / "path-reordered")
-    assert '"journal" -> "account" [label="close-journal", color="#cf222e"' in proc.stdout
-    assert "<details open>" not in proc.stdout  # nothing new to fix: all folded
+    named, style, _ = _mermaid(proc.stdout)
+    removed = named.index(("journal", "-.->", "close-journal", "account"))  # dashed
+    assert style[removed].startswith("stroke:#cf222e")  # red
+    assert "<details open><summary><b>Findings" not in proc.stdout  # nothing new to fix
 
 
 def test_fail_on_new_findings() -> None:
@@ -307,7 +332,9 @@ def test_git_two_revisions(repo: Path) -> None:
     assert proc.stdout.startswith("lockdocs diff HEAD~1 -> HEAD\n")
     assert "  + budget -> account  (close-budget)" in proc.stdout
     same = lockdocs("diff", "HEAD", cwd=repo)
-    assert same.stdout.endswith("\nno change to the locks, their order or the findings\n")
+    assert same.stdout == (
+        "lockdocs diff HEAD -> working tree: no change to the locks, their order or the findings\n"
+    )
 
 
 def test_git_root_option_from_repo_top(repo: Path) -> None:
@@ -392,3 +419,96 @@ def test_github_example_runs_the_documented_commands() -> None:
     assert "github/codeql-action/upload-sarif@" in text
     assert 'lockdocs diff "origin/$BASE_REF" --format markdown' in text
     assert "BASE_REF: ${{ github.base_ref }}" in text
+
+
+def test_the_pull_request_that_adopts_lockdocs(tmp_path: Path) -> None:
+    """The base has no locks.yaml: it is an empty project and everything shows as added."""
+    top = tmp_path / "repo"
+    top.mkdir()
+    (top / "README.md").write_text("an application\n", encoding="utf-8")
+    git("init", "-q", cwd=top)
+    git("add", "-A", cwd=top)
+    git("commit", "-q", "-m", "before lockdocs", cwd=top)
+    project = top / "services" / "ledger"
+    shutil.copytree(FIXTURES / "edge-new-cycle" / "head", project)
+    proc = lockdocs("diff", "HEAD", "--format", "json", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["base"] == "HEAD (no locks.yaml)"
+    assert _ids(data["locks"]["added"]) == ["ledger-gate", "account", "journal", "budget"]
+    assert sorted(_ids(data["paths"]["added"])) == ["close-budget", "close-journal", "transfer"]
+    assert [f["code"] for f in data["findings"]["new"]] == ["LD201"]
+    assert data["changed"] is True
+    md = lockdocs("diff", "HEAD", "--format", "markdown", cwd=project).stdout
+    assert md.startswith("**lockdocs diff** `HEAD (no locks.yaml)` → working tree\n")
+
+
+def test_markdown_links_findings_and_paths_to_the_head_revision(repo: Path) -> None:
+    top = repo.parent.parent
+    base = "https://github.com/acme/ledger/blob/0123abc/services/ledger/paths/postings.yaml"
+    md = lockdocs(
+        "diff",
+        "HEAD~1",
+        "-f",
+        "markdown",
+        "--repo-url",
+        "https://github.com/acme/ledger/",
+        "--revision",
+        "0123abc",
+        cwd=repo,
+    ).stdout
+    assert f"[`paths/postings.yaml:13`]({base}#L13): lock-order cycle" in md
+    assert f"- ➕ **close-budget** (Close a budget), [`paths/postings.yaml:22`]({base}#L22)" in md
+    # from GitHub's environment, as in the workflow
+    env = {"GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "acme/ledger"}
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lockdocs",
+            "diff",
+            "HEAD~1",
+            "-f",
+            "markdown",
+            "--root",
+            "services/ledger",
+            "--revision",
+            "0123abc",
+        ],
+        cwd=top,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        check=False,
+    )
+    assert f"({base}#L13)" in proc.stdout, proc.stderr
+    # without a repository URL there are no links
+    plain = lockdocs("diff", "HEAD~1", "-f", "markdown", cwd=repo).stdout
+    assert "](" not in plain.replace("](#", "")
+
+
+def test_markdown_fits_a_github_comment_and_says_what_was_cut(tmp_path: Path) -> None:
+    head = tmp_path / "head"
+    shutil.copytree(FIXTURES / "edge-new-cycle" / "head", head)
+    steps = "    steps:\n      - take: budget\n      - take: account\n"
+    many = "".join(
+        f"  close-budget-{i:04}:\n    title: Close budget {i} with a long title\n{steps}"
+        for i in range(900)
+    )
+    extra = head / "paths" / "many.yaml"
+    extra.write_text(f"group: Many\ntransaction: posting\npaths:\n{many}", encoding="utf-8")
+    proc = lockdocs(
+        "diff", str(FIXTURES / "edge-new-cycle" / "base"), str(head), "-f", "markdown", cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    md = proc.stdout
+    full = lockdocs(
+        "diff", str(FIXTURES / "edge-new-cycle" / "base"), str(head), cwd=tmp_path
+    ).stdout
+    assert len(full) > 65_536, "the case must be too long to post whole"
+    assert len(md) < 65_536 - 200
+    assert md.count("<details") == md.count("</details>")
+    assert md.count("```") % 2 == 0
+    note = md.splitlines()[-1]
+    assert note.startswith("_Cut to fit GitHub's comment limit: ") and "paths" in note, note
+    assert md.splitlines()[2].startswith("⚠️ "), "the summary is never cut"

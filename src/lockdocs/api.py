@@ -40,12 +40,15 @@ def load(root: Path) -> tuple[m.Model | None, list[Diagnostic]]:
     return model, sort_diagnostics(diags)
 
 
-def analyse(model: m.Model) -> list[Diagnostic]:
-    """Run every registered check, then exceptions, then severity settings."""
-    return analyse_all(model)[0]
+def analyse(model: m.Model, *, blame: frozenset[str] = frozenset()) -> list[Diagnostic]:
+    """Run every registered check, then exceptions, then severity settings. `blame`: paths a
+    change added or reordered, which hints name first (`lockdocs diff`)."""
+    return analyse_all(model, blame=blame)[0]
 
 
-def analyse_all(model: m.Model) -> tuple[list[Diagnostic], Coverage | None]:
+def analyse_all(
+    model: m.Model, *, blame: frozenset[str] = frozenset()
+) -> tuple[list[Diagnostic], Coverage | None]:
     """`analyse`, and the comparison with the SQL of `code:` when it is set (then also its
     coverage); without `code:` the scanner is not even imported."""
     from lockdocs.config import apply_overrides, severity_overrides
@@ -54,7 +57,7 @@ def analyse_all(model: m.Model) -> tuple[list[Diagnostic], Coverage | None]:
     from lockdocs.rules.waivers import apply_waivers
 
     registry = load_all()
-    ctx = Context(model)
+    ctx = Context(model, blame=blame)
     overrides, diags = severity_overrides(Path(model.root), model.checks)
     found: list[Diagnostic] = []
     for info in registry.values():

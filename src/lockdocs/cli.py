@@ -191,8 +191,26 @@ def diff(
             help="new-findings: exit 1 when HEAD has unwaived errors or warnings that BASE had not.",
         ),
     ] = FailOn.never,
+    repo_url: Annotated[
+        str | None,
+        typer.Option(
+            "--repo-url",
+            help="The repository's web address, for links to files and lines in the Markdown "
+            "(default: $GITHUB_SERVER_URL/$GITHUB_REPOSITORY).",
+        ),
+    ] = None,
+    revision: Annotated[
+        str | None,
+        typer.Option(
+            "--revision",
+            help="The head commit the links point at (default: $GITHUB_SHA; in a pull request "
+            "pass the head's sha).",
+        ),
+    ] = None,
 ) -> None:
     """Compare two versions of the declarations: locks, order edges, paths, findings, exceptions."""
+    import os
+
     from lockdocs.diff import FORMATTERS, DiffInputError
     from lockdocs.diff import run as run_diff
     from lockdocs.project import RootNotFound, find_root
@@ -204,8 +222,12 @@ def diff(
             project = find_root(Path.cwd())
         except RootNotFound:
             project = Path.cwd()
+    env = os.environ
+    if repo_url is None and env.get("GITHUB_SERVER_URL") and env.get("GITHUB_REPOSITORY"):
+        repo_url = f"{env['GITHUB_SERVER_URL']}/{env['GITHUB_REPOSITORY']}"
+    revision = revision or env.get("GITHUB_SHA") or None
     try:
-        result = run_diff(base, head, project)
+        result = run_diff(base, head, project, repo_url=repo_url, revision=revision)
     except DiffInputError as exc:
         if exc.details:
             sys.stderr.write(exc.details)

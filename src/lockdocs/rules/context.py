@@ -22,6 +22,8 @@ class Context:
     _graphs: dict[str | None, LockGraph] = field(default_factory=dict)
     # Singleton guards of a held set, by held set: gate checks ask for them constantly.
     guard_cache: dict[tuple[Held, ...], dict[str, str]] = field(default_factory=dict)
+    # Paths a change added or reordered (`lockdocs diff`): hints blame them first.
+    blame: frozenset[str] = frozenset()
 
     @cached_property
     def backends(self) -> tuple[str | None, ...]:

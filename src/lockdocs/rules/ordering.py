@@ -10,6 +10,7 @@ from lockdocs.analysis.proof import proof
 from lockdocs.diagnostics import Diagnostic, Location, Related, Severity
 from lockdocs.modes import conflicts
 from lockdocs.rules.context import Context, run_from
+from lockdocs.rules.hints import cycle_hint
 from lockdocs.rules.registry import rule
 
 _TWO_ROWS = """\
@@ -55,44 +56,6 @@ def interleaving(locks: tuple[str, ...], edges: tuple[Edge, ...]) -> list[str]:
     for r in rows:
         lines.append("".join(c.ljust(width) for c in r).rstrip())
     return lines
-
-
-def _cycle_hint(ctx: Context, cycle: Cycle) -> str:
-    # Suggest reordering the path whose edge goes against the written order, else the last.
-    levels = _levels(ctx)
-    against = [
-        e
-        for e in cycle.edges
-        if e.src in levels and e.dst in levels and levels[e.src] > levels[e.dst]
-    ]
-    e = against[0] if against else cycle.edges[-1]
-    held = sorted(
-        {
-            g.lock
-            for edge in cycle.edges
-            for g in edge.guards
-            if ctx.model.locks[g.lock].singleton and g.lock not in cycle.locks
-        }
-    )
-    hint = f"make '{e.path}' take {e.dst} before {e.src}, as the other path does"
-    if held:
-        hint += (
-            f", or have every path on the cycle hold {held[0]} in conflicting modes "
-            "before these locks (a gate)"
-        )
-    return hint
-
-
-def _levels(ctx: Context) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for r in ctx.model.rules.values():
-        if r.check == "order":
-            levels = r.param("levels")
-            assert isinstance(levels, tuple)
-            for i, level in enumerate(levels):
-                for lid in level:
-                    out.setdefault(lid, i)
-    return out
 
 
 @rule(
@@ -163,7 +126,7 @@ def check_cycles(ctx: Context) -> Iterable[Diagnostic]:
                 + ", ".join(paths)
                 + ")",
                 first.location,
-                _cycle_hint(ctx, cycle),
+                cycle_hint(ctx, cycle),
                 details=tuple(details),
                 paths=paths,
                 locks=cycle.locks,

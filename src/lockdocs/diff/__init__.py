@@ -1,0 +1,51 @@
+"""`lockdocs diff`: what a change to the declarations does to the locks, the order and the findings.
+
+A reviewer of a pull request reads the YAML diff, but the YAML diff does not say that a reordered
+step adds an order edge, closes a cycle or fixes a waived finding. This package loads both sides
+(`sides.py`: a git revision, a folder, or the working tree), resolves and analyses each as
+`check` does, compares the resolved models (`compare.py`) and prints the comparison as text,
+JSON (`text.py`) or a pull-request comment (`markdown.py`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from lockdocs.diff.compare import compare
+from lockdocs.diff.markdown import format_markdown
+from lockdocs.diff.sides import DiffInputError, open_side
+from lockdocs.diff.text import format_json, format_text
+
+__all__ = ["FORMATTERS", "DiffInputError", "compare", "run"]
+
+FORMATTERS = {"text": format_text, "markdown": format_markdown, "json": format_json}
+
+
+def run(
+    base: str,
+    head: str | None,
+    project: Path,
+    *,
+    repo_url: str | None = None,
+    revision: str | None = None,
+) -> dict[str, Any]:
+    """Open both sides and compare them; DiffInputError for bad input at either side.
+
+    With a repository URL and the head revision, the Markdown links findings and paths to
+    their files and lines (`result["link"]`); a head given as a folder gets no links.
+    """
+    if not project.is_dir():
+        raise DiffInputError(f"no folder {project}")
+    with open_side(base, project) as before, open_side(head, project) as after:
+        result = compare(before, after)
+    result["link"] = None
+    if repo_url and revision and (head is None or not (Path(head) / "locks.yaml").is_file()):
+        from lockdocs.report.where import project_prefix
+
+        result["link"] = {
+            "repo": repo_url.rstrip("/"),
+            "revision": revision,
+            "prefix": project_prefix(project),
+        }
+    return result

@@ -1,0 +1,451 @@
+"""Compare two analysed sides: locks (renames told apart from a removal and an addition),
+order edges, each path's acquisition sequence, findings, rules and exceptions. The result is
+one JSON-ready dict that every output format only prints."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from lockdocs import model as m
+from lockdocs.diagnostics import Diagnostic, Severity
+from lockdocs.diff.sides import Side
+
+FAILING = (Severity.ERROR, Severity.WARNING)
+
+
+def _lock_signature(lock: m.Lock) -> tuple[str, str] | None:
+    """What makes a lock the same lock under another id: its key, else its table."""
+    from lockdocs.keys import key_sql
+
+    if lock.key is not None:
+        return ("key", f"{lock.key.construction}|{key_sql(lock.key)}|{lock.key.value}")
+    if lock.table:
+        return ("table", lock.table)
+    return None
+
+
+def _renames(base: m.Model, head: m.Model) -> dict[str, tuple[str, str]]:
+    """base id -> (head id, what matched), when exactly one removed and one added lock agree."""
+    removed = [lid for lid in base.locks if lid not in head.locks]
+    added = [lid for lid in head.locks if lid not in base.locks]
+    out: dict[str, tuple[str, str]] = {}
+    for lid in removed:
+        lock = base.locks[lid]
+        sig = _lock_signature(lock)
+        if sig is None:
+            continue
+        olds = [x for x in removed if _lock_signature(base.locks[x]) == sig]
+        news = [
+            x
+            for x in added
+            if head.locks[x].kind == lock.kind and _lock_signature(head.locks[x]) == sig
+        ]
+        if len(olds) == 1 and len(news) == 1:
+            what = "same key" if sig[0] == "key" else f"same table {sig[1]}"
+            out[lid] = (news[0], what)
+    return out
+
+
+def _lock_facts(lock: m.Lock) -> dict[str, str]:
+    from lockdocs.keys import key_sql
+
+    takers = [f"{t.name} ({t.mode})" if t.mode else t.name for t in lock.takers]
+    return {
+        "title": lock.title,
+        "kind": lock.kind,
+        "scope": lock.scope,
+        "key": key_sql(lock.key) if lock.key else "",
+        "table": lock.table or "",
+        "modes": ", ".join(lock.mode_names),
+        "takers": ", ".join(takers),
+    }
+
+
+def _lock_brief(lock: m.Lock) -> dict[str, Any]:
+    facts = _lock_facts(lock)
+    return {
+        "id": lock.id,
+        "title": lock.title,
+        "kind": lock.kind,
+        "key": facts["key"] or None,
+        "table": lock.table,
+        "modes": list(lock.mode_names),
+    }
+
+
+def _lock_changes(before: m.Lock, after: m.Lock) -> list[dict[str, str]]:
+    a, b = _lock_facts(before), _lock_facts(after)
+    return [{"field": k, "before": a[k], "after": b[k]} for k in a if a[k] != b[k]]
+
+
+def _compare_locks(
+    base: m.Model, head: m.Model, renames: dict[str, tuple[str, str]]
+) -> dict[str, list[dict[str, Any]]]:
+    renamed_to = {new for new, _ in renames.values()}
+    added = [
+        _lock_brief(lk)
+        for lid, lk in head.locks.items()
+        if lid not in base.locks and lid not in renamed_to
+    ]
+    removed = [
+        _lock_brief(lk)
+        for lid, lk in base.locks.items()
+        if lid not in head.locks and lid not in renames
+    ]
+    renamed = [
+        {
+            "from": old,
+            "to": new,
+            "matched_by": what,
+            "changes": _lock_changes(base.locks[old], head.locks[new]),
+        }
+        for old, (new, what) in sorted(renames.items())
+    ]
+    changed = []
+    for lid, lock in head.locks.items():
+        if lid in base.locks:
+            changes = _lock_changes(base.locks[lid], lock)
+            if changes:
+                changed.append({"id": lid, "changes": changes})
+    return {"added": added, "removed": removed, "renamed": renamed, "changed": changed}
+
+
+def _rename_text(text: str, mapping: dict[str, str]) -> str:
+    """Old lock ids in a message, replaced by the new ones (whole ids only)."""
+    for old, new in mapping.items():
+        text = re.sub(rf"(?<![\w.-]){re.escape(old)}(?![\w-]|\.\w)", new, text)
+    return text
+
+
+def order_edges(model: m.Model, mapping: dict[str, str]) -> dict[tuple[str, str], list[str]]:
+    """(held, wanted) -> the paths that create the edge, over every backend."""
+    from lockdocs.analysis.graph import build_graph
+    from lockdocs.rules.context import Context
+
+    ctx = Context(model)
+    out: dict[tuple[str, str], set[str]] = {}
+    for backend in ctx.backends:
+        for e in build_graph(ctx, backend).edges:
+            pair = (mapping.get(e.src, e.src), mapping.get(e.dst, e.dst))
+            out.setdefault(pair, set()).add(e.path)
+    return {pair: sorted(paths) for pair, paths in sorted(out.items())}
+
+
+def _compare_edges(
+    base: dict[tuple[str, str], list[str]], head: dict[tuple[str, str], list[str]]
+) -> dict[str, list[dict[str, Any]]]:
+    """Edges added and removed, and as context the unchanged edges among the locks they join."""
+
+    def row(pair: tuple[str, str], paths: list[str]) -> dict[str, Any]:
+        return {"src": pair[0], "dst": pair[1], "paths": paths}
+
+    added = [p for p in head if p not in base]
+    removed = [p for p in base if p not in head]
+    nodes = {lock for pair in added + removed for lock in pair}
+    context = [p for p in head if p in base and p[0] in nodes and p[1] in nodes]
+    return {
+        "added": [row(p, head[p]) for p in added],
+        "removed": [row(p, base[p]) for p in removed],
+        "context": [row(p, head[p]) for p in context],
+    }
+
+
+def acquisition_sequence(
+    model: m.Model, path: m.Path, mapping: dict[str, str] | None = None
+) -> list[str]:
+    """The order a path takes its locks, one line per take, loops and branches indented.
+
+    Read from the steps, not the flattened events: no line numbers and no doubled loop
+    iterations, so two sides compare by what a reader sees.
+    """
+    names = mapping or {}
+
+    def lock(lid: str) -> str:
+        return names.get(lid, lid)
+
+    def first_take(tx: str | None, indent: str) -> list[str]:
+        kind = model.transactions.get(tx) if tx else None
+        if kind is None or not kind.first_lock:
+            return []
+        return [f"{indent}{lock(kind.first_lock)} {kind.first_mode or 'exclusive'} (first in {tx})"]
+
+    def walk(steps: tuple[m.Step, ...], indent: str, depth: int) -> list[str]:
+        out: list[str] = []
+        for s in steps:
+            if isinstance(s, m.Take):
+                extra = " again" if s.again else ""
+                extra += f" [{s.backend}]" if s.backend else ""
+                out.append(f"{indent}{lock(s.lock)} {s.mode}{extra}")
+            elif isinstance(s, m.Loop):
+                inner = walk(s.steps, indent + "  ", depth)
+                if inner:
+                    order = f", {s.order}" if s.order else ""
+                    out += [f"{indent}each of {s.label}{order}:", *inner]
+            elif isinstance(s, m.Branches):
+                for name, alt in s.alternatives:
+                    inner = walk(alt, indent + "  ", depth)
+                    if inner:
+                        out += [f"{indent}if {name}:", *inner]
+            elif isinstance(s, m.Run) and s.path in model.paths and depth < 16:
+                inner = walk(model.paths[s.path].steps, indent + "  ", depth + 1)
+                if inner:
+                    out += [f"{indent}run {s.path}:", *inner]
+            elif isinstance(s, m.Begin):
+                out += [f"{indent}begin {s.transaction}", *first_take(s.transaction, indent)]
+            elif isinstance(s, m.End) and s.how != "leave_open":
+                out.append(f"{indent}{s.how}")
+            elif isinstance(s, m.Release):
+                out.append(f"{indent}release {lock(s.lock)}")
+        return out
+
+    lines = first_take(path.transaction, "") + walk(path.steps, "", 0)
+    # A trailing commit says nothing about order.
+    while lines and lines[-1] in ("commit", "rollback"):
+        lines.pop()
+    return lines
+
+
+def _compare_paths(
+    base: m.Model, head: m.Model, mapping: dict[str, str]
+) -> dict[str, list[dict[str, Any]]]:
+    def brief(model: m.Model, p: m.Path, seq: list[str]) -> dict[str, Any]:
+        return {
+            "id": p.id,
+            "title": p.title,
+            "file": p.file,
+            "line": p.location.line,
+            "acquisitions": seq,
+        }
+
+    added = [
+        brief(head, p, acquisition_sequence(head, p))
+        for pid, p in head.paths.items()
+        if pid not in base.paths
+    ]
+    removed = [
+        brief(base, p, acquisition_sequence(base, p, mapping))
+        for pid, p in base.paths.items()
+        if pid not in head.paths
+    ]
+    changed = []
+    for pid, p in head.paths.items():
+        if pid not in base.paths:
+            continue
+        before = acquisition_sequence(base, base.paths[pid], mapping)
+        after = acquisition_sequence(head, p)
+        if before != after:
+            changed.append(
+                {
+                    "id": pid,
+                    "title": p.title,
+                    "file": p.file,
+                    "line": p.location.line,
+                    "reordered": sorted(before) == sorted(after),
+                    "before": before,
+                    "after": after,
+                }
+            )
+    return {"added": added, "removed": removed, "changed": changed}
+
+
+_LOCATION = re.compile(r"(\b[\w./-]+\.ya?ml):\d+(?::\d+)?")
+_LINE = re.compile(r"\bline \d+")
+
+
+def finding_key(d: Diagnostic, mapping: dict[str, str]) -> tuple[Any, ...]:
+    """What makes a finding the same finding on both sides: not its line numbers."""
+    message = _LINE.sub("line", _LOCATION.sub(r"\1", d.message))
+    return (
+        d.code,
+        tuple(d.paths),
+        tuple(sorted(mapping.get(x, x) for x in d.locks)),
+        _rename_text(message, mapping),
+    )
+
+
+def _finding(d: Diagnostic) -> dict[str, Any]:
+    from lockdocs.report import diagnostic_json
+
+    return diagnostic_json(d)
+
+
+def _compare_findings(
+    base: list[Diagnostic], head: list[Diagnostic], mapping: dict[str, str]
+) -> dict[str, list[dict[str, Any]]]:
+    before: dict[tuple[Any, ...], Diagnostic] = {}
+    for d in base:
+        before.setdefault(finding_key(d, mapping), d)
+    after: dict[tuple[Any, ...], Diagnostic] = {}
+    for d in head:
+        after.setdefault(finding_key(d, {}), d)
+    new = [_finding(d) for k, d in after.items() if k not in before]
+    fixed = [_finding(d) for k, d in before.items() if k not in after]
+    newly_waived = [
+        _finding(d)
+        for k, d in after.items()
+        if k in before and d.waived_by and not before[k].waived_by
+    ]
+    unwaived = [
+        _finding(d)
+        for k, d in after.items()
+        if k in before and not d.waived_by and before[k].waived_by
+    ]
+    return {
+        "new": new,
+        "fixed": fixed,
+        "newly_waived": newly_waived,
+        "no_longer_waived": unwaived,
+    }
+
+
+def _still_waived(base: list[Diagnostic], head: list[Diagnostic], mapping: dict[str, str]) -> int:
+    before = {finding_key(d, mapping) for d in base if d.waived_by}
+    return len({finding_key(d, {}) for d in head if d.waived_by} & before)
+
+
+def _compare_exceptions(
+    base: m.Model, head: m.Model, mapping: dict[str, str]
+) -> dict[str, list[dict[str, Any]]]:
+    def row(w: m.Waiver, lock: str | None) -> dict[str, Any]:
+        return {
+            "rule": w.rule,
+            "path": w.path,
+            "lock": lock,
+            "issue": w.issue,
+            "title": w.title,
+            "why": w.why,
+        }
+
+    def key(r: dict[str, Any]) -> tuple[Any, ...]:
+        return (r["rule"], r["path"], r["lock"], r["issue"])
+
+    before = [row(w, mapping.get(w.lock, w.lock) if w.lock else None) for w in base.waivers]
+    after = [row(w, w.lock) for w in head.waivers]
+    keys_before = {key(r) for r in before}
+    keys_after = {key(r) for r in after}
+    return {
+        "added": [r for r in after if key(r) not in keys_before],
+        "removed": [r for r in before if key(r) not in keys_after],
+    }
+
+
+def _renamed_params(value: object, mapping: dict[str, str]) -> object:
+    """A rule's parameters with old lock ids replaced, so a rename alone changes no rule."""
+    if isinstance(value, str):
+        return mapping.get(value, value)
+    if isinstance(value, tuple | list):
+        return tuple(_renamed_params(v, mapping) for v in value)
+    return value
+
+
+def _compare_rules(
+    base: m.Model, head: m.Model, mapping: dict[str, str]
+) -> dict[str, list[dict[str, Any]]]:
+    def row(r: m.Rule) -> dict[str, Any]:
+        return {"id": r.id, "title": r.title, "check": r.check}
+
+    def check(r: m.Rule, names: dict[str, str]) -> object:
+        return (r.check, tuple((k, _renamed_params(v, names)) for k, v in r.params))
+
+    changed = [
+        row(r)
+        for rid, r in head.rules.items()
+        if rid in base.rules and check(base.rules[rid], mapping) != check(r, {})
+    ]
+    return {
+        "added": [row(r) for rid, r in head.rules.items() if rid not in base.rules],
+        "removed": [row(r) for rid, r in base.rules.items() if rid not in head.rules],
+        "changed": changed,
+    }
+
+
+def blamed_paths(paths: dict[str, list[dict[str, Any]]]) -> frozenset[str]:
+    """The paths a change added or reordered (else those it made take other locks): a new
+    cycle's hint names one of them before a path the change left alone."""
+    first = [p["id"] for p in paths["added"]]
+    first += [p["id"] for p in paths["changed"] if p["reordered"]]
+    return frozenset(first or [p["id"] for p in paths["changed"]])
+
+
+def compare(base: Side, head: Side) -> dict[str, Any]:
+    """The whole comparison as plain data: what every output format prints."""
+    renames = _renames(base.model, head.model)
+    mapping = {old: new for old, (new, _) in renames.items()}
+    paths = _compare_paths(base.model, head.model, mapping)
+    blame = blamed_paths(paths)
+    if blame and any(d.code == "LD201" for d in head.findings):
+        from lockdocs.api import analyse
+
+        head = Side(head.label, head.model, analyse(head.model, blame=blame))
+    findings = _compare_findings(base.findings, head.findings, mapping)
+    failing = [
+        f
+        for f in findings["new"] + findings["no_longer_waived"]
+        if not f["waived_by"] and Severity(f["severity"]) in FAILING
+    ]
+    result: dict[str, Any] = {
+        "base": base.label,
+        "head": head.label,
+        "locks": _compare_locks(base.model, head.model, renames),
+        "edges": _compare_edges(order_edges(base.model, mapping), order_edges(head.model, {})),
+        "paths": paths,
+        "findings": findings,
+        "exceptions": _compare_exceptions(base.model, head.model, mapping),
+        "rules": _compare_rules(base.model, head.model, mapping),
+        "new_unwaived": len(failing),
+        # Waived on both sides and unchanged: not a change, only counted.
+        "unchanged_waived": _still_waived(base.findings, head.findings, mapping),
+    }
+    result["changed"] = bool(summary_counts(result))
+    result["summary"] = summary_line(result)
+    return result
+
+
+def count(n: int, word: str, plural: str = "") -> str:
+    return f"{n} {word if n == 1 else plural or word + 's'}"
+
+
+def summary_counts(result: dict[str, Any]) -> list[str]:
+    """The non-zero counts, in reading order."""
+    locks, edges, paths = result["locks"], result["edges"], result["paths"]
+    findings, exceptions, rules = result["findings"], result["exceptions"], result["rules"]
+    parts = [
+        (len(locks["added"]), "lock", "", "added"),
+        (len(locks["removed"]), "lock", "", "removed"),
+        (len(locks["renamed"]), "lock", "", "renamed"),
+        (len(locks["changed"]), "lock", "", "changed"),
+        (len(edges["added"]), "order edge", "", "added"),
+        (len(edges["removed"]), "order edge", "", "removed"),
+        (len(paths["added"]), "path", "", "added"),
+        (len(paths["removed"]), "path", "", "removed"),
+        (len([p for p in paths["changed"] if p["reordered"]]), "path", "", "reordered"),
+        (len([p for p in paths["changed"] if not p["reordered"]]), "path", "", "changed"),
+        (len(rules["added"]), "rule", "", "added"),
+        (len(rules["removed"]), "rule", "", "removed"),
+        (len(rules["changed"]), "rule", "", "changed"),
+        (len(exceptions["added"]), "exception", "", "added"),
+        (len(exceptions["removed"]), "exception", "", "removed"),
+        (len(findings["new"]), "new finding", "new findings", ""),
+        (len(findings["no_longer_waived"]), "finding", "", "no longer waived"),
+        (len(findings["fixed"]), "finding", "", "fixed"),
+        (len(findings["newly_waived"]), "finding", "", "newly waived"),
+    ]
+    return [
+        f"{count(n, word, plural)}{' ' + verb if verb else ''}"
+        for n, word, plural, verb in parts
+        if n
+    ]
+
+
+def summary_line(result: dict[str, Any]) -> str:
+    counts = summary_counts(result)
+    if not counts:
+        return "no change to the locks, their order or the findings"
+    line = ", ".join(counts)
+    if result["new_unwaived"]:
+        line += f"; {count(result['new_unwaived'], 'new unwaived finding')} to fix or waive"
+    return line
+
+
+# --- output -------------------------------------------------------------------------------------

@@ -1,0 +1,279 @@
+"""`lockdocs diff --format markdown`: a pull-request comment.
+
+GitHub renders it: a summary line, the new findings as a list (each with its file and line
+linked when the repository URL and head revision are known, one line on why it matters, the
+hint, and the proof folded away), then one folded section per kind of change, the changed
+edges drawn as a Mermaid graph. A comment over 65,536 characters is refused, so long sections
+are cut to fit and the comment says what was left out. A diff with no change is one line.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+from lockdocs.diff.compare import count
+from lockdocs.diff.text import sections
+
+# GitHub refuses a comment over 65,536 characters; the workflow adds a marker line, so stay
+# well below.
+LIMIT = 65_000
+_SEVERITY_ICON = {"error": "🔴", "warning": "🟠", "info": "🔵"}
+
+
+def _md_escape(s: str) -> str:
+    """Text in Markdown and GitHub's HTML: no tags, no emphasis surprises."""
+    return (
+        s.replace("&", "&amp;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace("*", "\\*")
+        .replace("_", "\\_")
+        .replace("`", "\\`")
+        .replace("[", "\\[")
+        .replace("]", "\\]")
+        .replace("|", "\\|")
+    )
+
+
+def _fence(body: str, lang: str, indent: str = "") -> list[str]:
+    """A fenced block, one list entry per line, each indented (to sit inside a list item)."""
+    ticks = "```"
+    while ticks in body:
+        ticks += "`"
+    return [indent + line for line in [f"{ticks}{lang}", *body.rstrip("\n").split("\n"), ticks]]
+
+
+def _code(s: str) -> str:
+    ticks = "`"
+    while ticks in s:
+        ticks += "`"
+    pad = " " if s.startswith("`") or s.endswith("`") else ""
+    return f"{ticks}{pad}{s}{pad}{ticks}"
+
+
+def _side_md(label: str) -> str:
+    return label if label == "working tree" else _code(label)
+
+
+def _url(link: dict[str, str] | None, file: str, line: int) -> str | None:
+    """The head revision's file and line on the repository's web page, or None."""
+    if not link or not file:
+        return None
+    path = f"{link['prefix']}/{file}" if link.get("prefix") else file
+    anchor = f"#L{line}" if line else ""
+    return f"{link['repo']}/blob/{quote(link['revision'], safe='')}/{quote(path)}{anchor}"
+
+
+def _place(link: dict[str, str] | None, file: str, line: int) -> str:
+    text = _code(f"{file}:{line}" if line else file)
+    url = _url(link, file, line)
+    return f"[{text}]({url})" if url else text
+
+
+# --- the order graph ------------------------------------------------------------------------------
+
+_EDGE_STYLE = {
+    "added": "stroke:#1a7f37,stroke-width:3px,color:#1a7f37",
+    "removed": "stroke:#cf222e,stroke-width:2px,stroke-dasharray:5 4,color:#cf222e",
+    "context": "stroke:#8c959f,color:#8c959f",
+}
+
+
+def _mm_label(s: str) -> str:
+    """Text inside a quoted Mermaid label: no quote, no markup."""
+    return _md_escape(s).replace('"', "#quot;").replace("\\", "")
+
+
+def mermaid_diagram(result: dict[str, Any]) -> str:
+    """The changed part of the order graph: added edges green, removed red and dashed,
+    unchanged edges among the same locks grey. GitHub renders ```mermaid blocks."""
+    edges = result["edges"]
+    added_locks = {lk["id"] for lk in result["locks"]["added"]}
+    removed_locks = {lk["id"] for lk in result["locks"]["removed"]}
+    renamed = {r["to"]: r["from"] for r in result["locks"]["renamed"]}
+    rows = [
+        *((e, "added") for e in edges["added"]),
+        *((e, "removed") for e in edges["removed"]),
+        *((e, "context") for e in edges["context"]),
+    ]
+    nodes = sorted({e["src"] for e, _ in rows} | {e["dst"] for e, _ in rows})
+    ids = {n: f"n{i}" for i, n in enumerate(nodes)}
+    lines = ["graph LR"]
+    for n in nodes:
+        label = n + (f" (was {renamed[n]})" if n in renamed else "")
+        lines.append(f'  {ids[n]}["{_mm_label(label)}"]')
+    for e, kind in rows:
+        arrow = "-.->" if kind == "removed" else "-->"
+        label = _mm_label(", ".join(e["paths"]))
+        lines.append(f'  {ids[e["src"]]} {arrow}|"{label}"| {ids[e["dst"]]}')
+    for i, (_, kind) in enumerate(rows):
+        lines.append(f"  linkStyle {i} {_EDGE_STYLE[kind]}")
+    lines.append("  classDef added stroke:#1a7f37,stroke-width:3px")
+    lines.append("  classDef removed stroke:#cf222e,stroke-dasharray:5 4")
+    for n in nodes:
+        if n in added_locks:
+            lines.append(f"  class {ids[n]} added")
+        elif n in removed_locks:
+            lines.append(f"  class {ids[n]} removed")
+    return "\n".join(lines) + "\n"
+
+
+# --- findings ------------------------------------------------------------------------------------
+
+
+def _why(code: str) -> str:
+    """Why a finding of this rule matters, in one sentence (the rule's own docs)."""
+    from lockdocs.rules.registry import load_all
+
+    info = load_all().get(code)
+    if info is None:
+        return ""
+    first = info.why.split(". ")[0].rstrip(".")
+    return first + "."
+
+
+def _finding_md(f: dict[str, Any], link: dict[str, str] | None, label: str) -> list[str]:
+    icon = _SEVERITY_ICON.get(f["severity"], "")
+    waived = f" (waived: {_md_escape(f['waived_by'])})" if f["waived_by"] else ""
+    out = [
+        f"- {icon} **{f['code']}** {f['severity']}{waived}, {label}, at "
+        f"{_place(link, f['file'], f['line'])}: {_md_escape(f['message'])}"
+    ]
+    why = _why(f["code"])
+    if why and label != "fixed":
+        out.append(f"  <br>Why it matters: {_md_escape(why)}")
+    if f["hint"] and label != "fixed":
+        out.append(f"  <br>Fix: {_md_escape(f['hint'])}")
+    if f["details"] and label != "fixed":
+        out += [
+            "",
+            "  <details><summary>The proof</summary>",
+            "",
+            *_fence("\n".join(f["details"]), "text", "  "),
+            "",
+            "  </details>",
+        ]
+    return out
+
+
+def _finding_items(result: dict[str, Any], link: dict[str, str] | None) -> list[list[str]]:
+    f = result["findings"]
+    items = [_finding_md(x, link, "new") for x in f["new"]]
+    items += [_finding_md(x, link, "no longer waived") for x in f["no_longer_waived"]]
+    items += [_finding_md(x, None, "fixed") for x in f["fixed"]]
+    items += [_finding_md(x, link, "now waived") for x in f["newly_waived"]]
+    return items
+
+
+def _path_items(result: dict[str, Any], link: dict[str, str] | None) -> list[list[str]]:
+    paths = result["paths"]
+    items: list[list[str]] = []
+    for p in paths["added"]:
+        head = f"- ➕ **{_md_escape(p['id'])}** ({_md_escape(p['title'])}), {_place(link, p['file'], p['line'])}"
+        items.append([head, *_fence("\n".join(p["acquisitions"]), "text", "  ")])
+    for p in paths["removed"]:
+        items.append(
+            [f"- ➖ **{_md_escape(p['id'])}** ({_md_escape(p['title'])}), {_code(p['file'])}"]
+        )
+    from lockdocs.diff.text import side_by_side
+
+    for p in paths["changed"]:
+        what = "reordered" if p["reordered"] else "takes other locks"
+        head = f"- ✏️ **{_md_escape(p['id'])}** {what}, {_place(link, p['file'], p['line'])}"
+        rows = side_by_side(p["before"], p["after"], reordered=p["reordered"])
+        items.append([head, *_fence("\n".join(rows), "text", "  ")])
+    return items
+
+
+# --- the comment ---------------------------------------------------------------------------------
+
+
+def _details(
+    title: str, items: list[list[str]], keep: int | None, opened: bool = False
+) -> list[str]:
+    shown = items if keep is None else items[:keep]
+    body = [line for item in shown for line in item]
+    if len(shown) < len(items):
+        body.append(f"- ... {len(items) - len(shown)} more not shown (see below)")
+    head = f"<details{' open' if opened else ''}><summary><b>{title}</b> ({count(len(items), 'change')})</summary>"
+    return ["", head, "", *body, "", "</details>"]
+
+
+def _render(result: dict[str, Any], keep: int | None) -> tuple[str, list[str]]:
+    """The comment with at most `keep` items per section (None: all); and what was cut."""
+    link = result.get("link")
+    summary = _md_escape(result["summary"])
+    lines = [
+        f"**lockdocs diff** {_side_md(result['base'])} → {_side_md(result['head'])}",
+        "",
+        f"⚠️ {summary}" if result["new_unwaived"] else summary,
+    ]
+    cut: list[str] = []
+    findings = _finding_items(result, link)
+    if findings:
+        lines += _details("Findings", findings, keep, opened=bool(result["new_unwaived"]))
+        if keep is not None and len(findings) > keep:
+            cut.append(f"{len(findings) - keep} of {len(findings)} findings")
+    if result["edges"]["added"] or result["edges"]["removed"]:
+        graph = _fence(mermaid_diagram(result), "mermaid")
+        if keep is not None and keep < 50:
+            graph = ["The graph is left out to fit; run `lockdocs diff` locally."]
+            cut.append("the order graph")
+        lines += [
+            "",
+            "<details open><summary><b>Order graph</b> (the changed part: added edges green, "
+            "removed red and dashed, unchanged grey)</summary>",
+            "",
+            *graph,
+            "",
+            "</details>",
+        ]
+    path_items = _path_items(result, link)
+    if path_items:
+        lines += _details("Paths", path_items, keep)
+        if keep is not None and len(path_items) > keep:
+            cut.append(f"{len(path_items) - keep} of {len(path_items)} paths")
+    for name, body in sections(result):
+        if name in ("Findings", "Paths"):
+            continue
+        heads = [x for x in body if x[:1] not in (" ", "")]
+        shown = body if keep is None else body[: max(keep, 1) * 4]
+        if len(shown) < len(body):
+            cut.append(f"part of the {name.lower()} section")
+        lines += [
+            "",
+            f"<details><summary><b>{name}</b> ({count(len(heads), 'change')})</summary>",
+            "",
+            *_fence("\n".join(shown), "diff"),
+            "",
+            "</details>",
+        ]
+    return "\n".join(lines) + "\n", cut
+
+
+def format_markdown(result: dict[str, Any]) -> str:
+    """The comment, cut to fit GitHub's limit when it has to be."""
+    if not result["changed"]:
+        return (
+            f"**lockdocs diff** {_side_md(result['base'])} → {_side_md(result['head'])}: "
+            f"{_md_escape(result['summary'])}\n"
+        )
+    text, _ = _render(result, None)
+    keep = 200
+    while len(text) > LIMIT and keep >= 1:
+        text, cut = _render(result, keep)
+        if len(text) <= LIMIT - 400:
+            note = (
+                f"\n_Cut to fit GitHub's comment limit: {', '.join(cut)} left out. Run "
+                "`lockdocs diff` locally (or read the job summary) for everything._\n"
+            )
+            return text + note
+        keep //= 2
+    if len(text) > LIMIT:  # even one item per section is too long: the summary alone
+        head = text.split("\n\n<details", 1)[0]
+        return head[: LIMIT - 200] + (
+            "\n\n_Cut to fit GitHub's comment limit: every section left out. Run "
+            "`lockdocs diff` locally for the changes._\n"
+        )
+    return text

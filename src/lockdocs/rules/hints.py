@@ -1,0 +1,105 @@
+"""The fix a lock-order cycle's hint proposes, in agreement with the declared rules.
+
+A cycle breaks when one path on it takes its two locks the other way round. Which path: one
+whose order a declared rule forbids (`before`, the written order's `levels`, a `first` lock),
+else one no rule speaks about; never one whose present order a rule requires. Among those,
+`lockdocs diff` prefers the paths the change added or reordered (`Context.blame`). When a hop's
+only conflict is FOR UPDATE against FOR KEY SHARE, FOR NO KEY UPDATE removes that wait without
+reordering anything, and the hint says so first.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lockdocs import model as m
+    from lockdocs.analysis.cycles import Cycle
+    from lockdocs.analysis.graph import Edge
+    from lockdocs.rules.context import Context
+
+_WEAK_PAIR = frozenset({"for update", "for key share"})
+
+
+def required_before(model: m.Model, a: str, b: str, txkind: str | None = None) -> str | None:
+    """The id of a declared rule that wants lock `a` taken before lock `b`, or None."""
+    for r in model.rules.values():
+        if r.check == "before" and (r.param("first"), r.param("then")) == (a, b):
+            return r.id
+        if r.check == "order":
+            levels = r.param("levels")
+            assert isinstance(levels, tuple)
+            rank = {lid: i for i, level in enumerate(levels) for lid in level}
+            if a in rank and b in rank and rank[a] < rank[b]:
+                return r.id
+        if r.check == "first" and r.param("lock") == a and b != a:
+            kinds = r.param("transactions") or ()
+            assert isinstance(kinds, tuple)
+            if not kinds or txkind is None or txkind in kinds:
+                return r.id
+    return None
+
+
+def _no_key_update(ctx: Context, cycle: Cycle) -> str:
+    """A hop whose only conflict is FOR UPDATE against FOR KEY SHARE: the FOR UPDATE side can
+    take FOR NO KEY UPDATE instead (unless it changes a key column), and the wait is gone."""
+    k = len(cycle.edges)
+    for i, e in enumerate(cycle.edges):
+        holder = cycle.edges[(i + 1) % k]  # the next transaction holds the lock e waits for
+        lock = cycle.locks[(i + 1) % k]
+        if ctx.model.locks[lock].kind != "row":
+            continue
+        if {e.wanted_mode, holder.held_mode} != _WEAK_PAIR:
+            continue
+        strong, weak = (e, holder) if e.wanted_mode == "for update" else (holder, e)
+        return (
+            f"take {lock} FOR NO KEY UPDATE instead of FOR UPDATE in '{strong.path}' unless it "
+            f"changes a key column: it does not conflict with the FOR KEY SHARE of "
+            f"'{weak.path}', so that wait cannot happen"
+        )
+    return ""
+
+
+def _reorder(ctx: Context, cycle: Cycle) -> str:
+    model = ctx.model
+    edges = list(cycle.edges)
+    against: list[tuple[Edge, str]] = []
+    free: list[Edge] = []
+    for e in edges:
+        forbids = required_before(model, e.dst, e.src, e.txkind)
+        if forbids:
+            against.append((e, forbids))
+        elif not required_before(model, e.src, e.dst, e.txkind):
+            free.append(e)
+    blame = ctx.blame
+    if against:
+        chosen, rid = next(((e, r) for e, r in against if e.path in blame), against[0])
+        return (
+            f"make '{chosen.path}' take {chosen.dst} before {chosen.src}, as rule '{rid}' requires"
+        )
+    if free:
+        chosen = next((e for e in free if e.path in blame), free[-1])
+    else:  # every hop has a rule for it: the rules contradict each other (LD506 says where)
+        chosen = next((e for e in edges if e.path in blame), edges[-1])
+    others = [e for e in edges if e is not chosen and (e.src, e.dst) == (chosen.dst, chosen.src)]
+    why = f", as '{others[0].path}' does" if others else ", which breaks the cycle"
+    return f"make '{chosen.path}' take {chosen.dst} before {chosen.src}{why}"
+
+
+def cycle_hint(ctx: Context, cycle: Cycle) -> str:
+    """The hint of an LD201 finding."""
+    parts = [p for p in (_no_key_update(ctx, cycle), _reorder(ctx, cycle)) if p]
+    held = sorted(
+        {
+            g.lock
+            for edge in cycle.edges
+            for g in edge.guards
+            if ctx.model.locks[g.lock].singleton and g.lock not in cycle.locks
+        }
+    )
+    if held:
+        parts.append(
+            f"have every path on the cycle hold {held[0]} in conflicting modes before these "
+            "locks (a gate)"
+        )
+    return "; or ".join(parts)
