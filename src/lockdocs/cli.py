@@ -196,15 +196,15 @@ def diff(
         typer.Option(
             "--repo-url",
             help="The repository's web address, for links to files and lines in the Markdown "
-            "(default: $GITHUB_SERVER_URL/$GITHUB_REPOSITORY).",
+            "(default: $GITHUB_SERVER_URL/$GITHUB_REPOSITORY, or $CI_PROJECT_URL on GitLab).",
         ),
     ] = None,
     revision: Annotated[
         str | None,
         typer.Option(
             "--revision",
-            help="The head commit the links point at (default: $GITHUB_SHA; in a pull request "
-            "pass the head's sha).",
+            help="The head commit the links point at (default: $GITHUB_SHA, or $CI_COMMIT_SHA "
+            "on GitLab; in a GitHub pull request pass the head's sha).",
         ),
     ] = None,
 ) -> None:
@@ -223,11 +223,16 @@ def diff(
         except RootNotFound:
             project = Path.cwd()
     env = os.environ
+    blob = "blob"
+    if env.get("GITLAB_CI") == "true":  # GitLab: its own variables and /-/blob/ links
+        repo_url = repo_url or env.get("CI_PROJECT_URL")
+        revision = revision or env.get("CI_COMMIT_SHA")
+        blob = "-/blob"
     if repo_url is None and env.get("GITHUB_SERVER_URL") and env.get("GITHUB_REPOSITORY"):
         repo_url = f"{env['GITHUB_SERVER_URL']}/{env['GITHUB_REPOSITORY']}"
     revision = revision or env.get("GITHUB_SHA") or None
     try:
-        result = run_diff(base, head, project, repo_url=repo_url, revision=revision)
+        result = run_diff(base, head, project, repo_url=repo_url, revision=revision, blob=blob)
     except DiffInputError as exc:
         if exc.details:
             sys.stderr.write(exc.details)

@@ -29,6 +29,7 @@ def run(
     *,
     repo_url: str | None = None,
     revision: str | None = None,
+    blob: str = "blob",
 ) -> dict[str, Any]:
     """Open both sides and compare them; DiffInputError for bad input at either side.
 
@@ -47,5 +48,6 @@ def run(
             "repo": repo_url.rstrip("/"),
             "revision": revision,
             "prefix": project_prefix(project),
+            "blob": blob,  # the path segment before the revision: GitHub blob, GitLab -/blob
         }
     return result

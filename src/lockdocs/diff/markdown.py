@@ -62,7 +62,8 @@ def _url(link: dict[str, str] | None, file: str, line: int) -> str | None:
         return None
     path = f"{link['prefix']}/{file}" if link.get("prefix") else file
     anchor = f"#L{line}" if line else ""
-    return f"{link['repo']}/blob/{quote(link['revision'], safe='')}/{quote(path)}{anchor}"
+    blob = link.get("blob", "blob")
+    return f"{link['repo']}/{blob}/{quote(link['revision'], safe='')}/{quote(path)}{anchor}"
 
 
 def _place(link: dict[str, str] | None, file: str, line: int) -> str:
