@@ -59,8 +59,10 @@ def test_text_is_short_by_default_and_full_with_diff(tmp_path: Path) -> None:
     full = run_cli("check", "--diff", "--root", str(root))
     assert full.code == 1
     assert f"--- a/{PAGE}\n+++ b/{PAGE}\n" in full.out
-    assert "-#### Account row {#lock-account-row}\n+#### Account record {#lock-account-row}" in (
-        full.out
+    # A lock's details sit in a collapsible block, indented under it.
+    assert (
+        "-    #### Account row {#lock-account-row}\n+    #### Account record {#lock-account-row}"
+        in full.out
     )
     assert full.out.endswith(lines[-1] + "\n")
 
@@ -74,16 +76,20 @@ def test_json_lists_the_files_and_their_sections(tmp_path: Path) -> None:
     files = {f["file"]: f for f in doc["drift"]["files"]}
     assert sorted(files) == [
         PAGE,
-        "docs/database-locks/accounts.dot",
-        "docs/database-locks/accounts.svg",
-        "docs/database-locks/lock-order.dot",
-        "docs/database-locks/lock-order.svg",
+        "docs/database-locks/lock-order-account-sync.dot",
+        "docs/database-locks/lock-order-account-sync.svg",
+        "docs/database-locks/paths/sync-account.dot",
+        "docs/database-locks/paths/sync-account.svg",
     ]
     assert doc["drift"]["fix"] == "lockdocs build"
     assert files[PAGE]["status"] == "changed"
     assert "Account record" in files[PAGE]["sections"]
-    assert files["docs/database-locks/lock-order.dot"]["sections"] == ["node account-row"]
-    assert files["docs/database-locks/lock-order.svg"]["status"] == "unstamped"
+    # the node, and the diagram's title, which names the locks it draws
+    assert files["docs/database-locks/lock-order-account-sync.dot"]["sections"] == [
+        "graph attributes",
+        "node account-row",
+    ]
+    assert files["docs/database-locks/lock-order-account-sync.svg"]["status"] == "unstamped"
     assert all("diff" not in f for f in files.values())
     codes = [d["code"] for d in doc["diagnostics"]]
     assert codes == ["LD602"] * 5
@@ -140,7 +146,7 @@ def test_no_svg_compares_dot_only(tmp_path: Path) -> None:
     # no Graphviz on this machine: build --no-svg writes the page and the DOT only
     result = run_cli("build", "--no-svg", "--root", str(root), env={"PATH": "/nonexistent"})
     assert result.code == 0, result.err
-    assert "removed docs/database-locks/lock-order.svg" in result.out
+    assert "removed docs/database-locks/lock-order-account-sync.svg" in result.out
     assert not list((root / "docs").rglob("*.svg"))
     assert run_cli("check", "--root", str(root)).code == 1, "the SVGs are missing"
     result = run_cli("check", "--no-svg", "--root", str(root))

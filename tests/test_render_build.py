@@ -18,17 +18,24 @@ from lockdocs.render.svg import STAMP, dot_hash
 FIXTURE = Path(__file__).parent / "fixtures" / "render_project"
 PAGE = "docs/database-locks.md"
 STEM = "docs/database-locks"
-GENERATED = sorted(
-    [
-        PAGE,
-        f"{STEM}/catalog-and-maintenance.dot",
-        f"{STEM}/catalog-and-maintenance.svg",
-        f"{STEM}/checkout.dot",
-        f"{STEM}/checkout.svg",
-        f"{STEM}/lock-order.dot",
-        f"{STEM}/lock-order.svg",
-    ]
-)
+DOTS = [
+    "legend",
+    "lock-order-cache-lock",
+    "lock-order-catalog-gate",
+    *(
+        f"paths/{p}"
+        for p in (
+            "cancel-order",
+            "change-catalog",
+            "enqueue-notice",
+            "nightly-export",
+            "place-order",
+            "relay-outbox",
+            "warm-cache",
+        )
+    ),
+]
+GENERATED = sorted([PAGE, *(f"{STEM}/{d}.{ext}" for d in DOTS for ext in ("dot", "svg"))])
 
 needs_dot = pytest.mark.skipif(
     shutil.which("dot") is None, reason="Graphviz's dot is not installed"
@@ -74,7 +81,9 @@ def test_build_writes_the_page_the_diagrams_and_a_manifest(built: Path) -> None:
     manifest = files["docs/.lockdocs-manifest"].decode().splitlines()
     assert manifest[1:] == GENERATED
     page = files[PAGE].decode()
-    assert "![Lock-order graph" in page and "(database-locks/lock-order.svg)" in page
+    assert "![Legend" in page and "(database-locks/legend.svg)" in page
+    assert "(database-locks/lock-order-catalog-gate.svg)" in page
+    assert "(database-locks/paths/place-order.svg)" in page
     for dot in (p for p in GENERATED if p.endswith(".dot")):
         svg = files[dot[:-4] + ".svg"].decode()
         assert svg.startswith("<?xml")
@@ -100,7 +109,7 @@ def test_build_twice_is_byte_identical(built: Path, tmp_path: Path) -> None:
     first = _snapshot(built)
     result = run_cli("build", "--root", str(built))
     assert result.code == 0
-    assert result.out == "lockdocs: 0 written, 7 unchanged, 0 removed\n"
+    assert result.out == f"lockdocs: 0 written, {len(GENERATED)} unchanged, 0 removed\n"
     assert _snapshot(built) == first
     # and a fresh copy elsewhere builds the same bytes (SVG included, on one machine)
     other = tmp_path / "other" / "place"
@@ -118,22 +127,32 @@ def test_an_edited_fact_is_drift_with_a_diff_naming_the_file(built: Path) -> Non
     out = result.out
     # by default: one finding per file, at the first changed line, with the sections it touches
     assert f"--- a/{PAGE}" not in out
+    assert re.search(
+        rf"^{PAGE}:[0-9]+:1: LD602 error: {PAGE} differs from what the declarations generate "
+        r"\([0-9]+ lines changed in [^)]*\bStock level row\b",
+        out,
+        re.MULTILINE,
+    ), out
+    order = f"{STEM}/lock-order-catalog-gate"
+    assert re.search(
+        rf"^{order}.dot:[0-9]+:1: LD602 error:.*changed in [^)]*\bnode stock-row\)",
+        out,
+        re.MULTILINE,
+    ), out
     assert (
-        f"{PAGE}:114:1: LD602 error: {PAGE} differs from what the declarations generate "
-        "(17 lines changed in Row locks, Stock level row, " in out
+        f"{order}.svg: LD602 error: {order}.svg was not drawn from the "
+        "current lock-order-catalog-gate.dot" in out
     )
-    assert f"{STEM}/lock-order.dot:14:1: LD602 error:" in out
-    assert "(1 line changed in node stock-row)" in out
-    assert (
-        f"{STEM}/lock-order.svg: LD602 error: {STEM}/lock-order.svg was not drawn from the "
-        "current lock-order.dot" in out
-    )
-    assert out.endswith("1 waived; 7 generated files differ: run lockdocs build\n")
+    # the page, the lock order and the three paths that take a stock row, each with its SVG
+    assert out.endswith("1 waived; 9 generated files differ: run lockdocs build\n")
     # --diff adds the unified diffs
     full = run_cli("check", "--diff", "--root", str(built)).out
     assert f"--- a/{PAGE}\n+++ b/{PAGE}\n" in full
-    assert "-#### Stock row {#lock-stock-row}\n+#### Stock level row {#lock-stock-row}\n" in full
-    assert f"--- a/{STEM}/lock-order.dot\n+++ b/{STEM}/lock-order.dot\n" in full
+    assert (
+        "-    #### Stock row {#lock-stock-row}\n+    #### Stock level row {#lock-stock-row}\n"
+        in full
+    )
+    assert f"--- a/{order}.dot\n+++ b/{order}.dot\n" in full
     # build fixes it
     _build(built)
     assert run_cli("check", "--root", str(built)).code == 0
@@ -141,40 +160,42 @@ def test_an_edited_fact_is_drift_with_a_diff_naming_the_file(built: Path) -> Non
 
 @needs_dot
 def test_svg_is_compared_by_its_stamp_not_its_bytes(built: Path) -> None:
-    svg = built / STEM / "checkout.svg"
+    svg = built / STEM / "paths" / "place-order.svg"
     # another Graphviz draws other coordinates: not drift while the stamp matches the DOT
     svg.write_text(re.sub(r'width="[0-9.]+pt"', 'width="1pt"', svg.read_text()))
     assert run_cli("check", "--root", str(built)).code == 0
     svg.write_text(svg.read_text().replace(STAMP + ": ", STAMP + ": 00"))
     result = run_cli("check", "--root", str(built))
     assert result.code == 1
-    assert f"LD602 error: {STEM}/checkout.svg was not drawn from the current checkout.dot" in (
-        result.out
+    assert (
+        f"LD602 error: {STEM}/paths/place-order.svg was not drawn from the current "
+        "place-order.dot" in result.out
     )
     svg.unlink()
     result = run_cli("check", "--root", str(built))
     assert (
-        f"{STEM}/checkout.svg: LD603 error: {STEM}/checkout.svg is missing; the declarations "
-        "generate it\n" in result.out
+        f"{STEM}/paths/place-order.svg: LD603 error: {STEM}/paths/place-order.svg is missing; "
+        "the declarations generate it\n" in result.out
     )
 
 
 @needs_dot
 def test_a_file_no_longer_generated_is_reported_then_removed(built: Path) -> None:
-    paths = built / "paths" / "checkout.yaml"
-    paths.write_text(paths.read_text().replace("group: Checkout", "group: Orders"))
+    paths = built / "paths" / "maintenance.yaml"
+    paths.write_text(paths.read_text().replace("  warm-cache:", "  warm-caches:"))
+    old, new = f"{STEM}/paths/warm-cache", f"{STEM}/paths/warm-caches"
     result = run_cli("check", "--root", str(built))
     assert result.code == 1
     assert (
-        f"{STEM}/checkout.dot: LD604 error: {STEM}/checkout.dot is no longer generated by the "
+        f"{old}.dot: LD604 error: {old}.dot is no longer generated by the "
         "declarations\n  hint: run lockdocs build to remove it\n" in result.out
     )
-    assert f"LD603 error: {STEM}/orders.dot is missing; the declarations generate it" in result.out
+    assert f"LD603 error: {new}.dot is missing; the declarations generate it" in result.out
     result = run_cli("build", "--root", str(built))
     assert result.code == 0
-    assert f"removed {STEM}/checkout.dot\n" in result.out
-    assert not (built / STEM / "checkout.svg").exists()
-    assert (built / STEM / "orders.svg").is_file()
+    assert f"removed {old}.dot\n" in result.out
+    assert not (built / f"{old}.svg").exists()
+    assert (built / f"{new}.svg").is_file()
     assert run_cli("check", "--root", str(built)).code == 0
 
 
@@ -262,8 +283,8 @@ def test_the_page_can_live_in_a_subfolder(tmp_path: Path) -> None:
     )
     _build(root)
     page = (root / "docs" / "ops" / "locks.md").read_text()
-    assert "(locks/lock-order.svg)" in page
-    assert (root / "docs" / "ops" / "locks" / "lock-order.svg").is_file()
+    assert "(locks/legend.svg)" in page and "(locks/paths/place-order.svg)" in page
+    assert (root / "docs" / "ops" / "locks" / "paths" / "place-order.svg").is_file()
     assert run_cli("check", "--root", str(root)).code == 0
 
 

@@ -1,5 +1,6 @@
-"""The DOT writer: reported cycles in red, the written order as ranks, edges with or without the
-checker's graph module, and output that is valid for the real `dot`."""
+"""The DOT writer: reported cycles in red, pairs taken both ways in blue, re-takes dashed, the
+derived order as ranks, edges with or without the checker's graph module, a title and a
+description in every SVG, and output that is valid for the real `dot`."""
 
 from __future__ import annotations
 
@@ -16,11 +17,14 @@ from lockdocs import model as m
 from lockdocs.api import analyse, load
 from lockdocs.diagnostics import Diagnostic, Location, Severity
 from lockdocs.render import edges as edges_mod
-from lockdocs.render.dot import RED, group_dot, lock_order_dot
+from lockdocs.render.build import render_outputs
+from lockdocs.render.dot import BLUE, RED
+from lockdocs.render.svg import render_svg
 from lockdocs.render.view import build_page
 from lockdocs.rules.registry import load_all
 
 FIXTURE = Path(__file__).parent / "fixtures" / "render_project"
+REPO = Path(__file__).resolve().parents[1]
 
 CYCLE_LOCKS = """\
 lockdocs: 1
@@ -38,12 +42,26 @@ locks:
     modes: {for update: writers}
 """
 CYCLE_PATHS = load_all()["LD201"].example["paths/money.yaml"]  # the rule's own cycle
+needs_dot = pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is missing")
 
 
 def _model(root: Path) -> m.Model:
     model, diags = load(root)
     assert model is not None, diags
     return model
+
+
+def _dots(model: m.Model, diags: list[Diagnostic]) -> dict[str, str]:
+    """Every DOT file the build writes, by its path under docs/."""
+    return {
+        rel.removeprefix("docs/"): text
+        for rel, text in render_outputs(model, diags).items()
+        if rel.endswith(".dot")
+    }
+
+
+def _order_dots(dots: dict[str, str]) -> str:
+    return "".join(text for rel, text in dots.items() if "/lock-order-" in rel)
 
 
 def _edge_line(dot: str, src: str, dst: str) -> str:
@@ -56,13 +74,14 @@ def test_a_reported_cycle_is_red(tmp_path: Path) -> None:
     found = analyse(model)
     cycles = [d for d in found if d.code == "LD201"]
     assert cycles and not cycles[0].waived_by
-    dot = lock_order_dot(model, found)
+    dot = _order_dots(_dots(model, found))
     for src, dst in (("account", "ledger"), ("ledger", "account")):
         line = _edge_line(dot, src, dst)
         assert f'color="{RED}"' in line and "penwidth=2" in line
     page = build_page(model, found, "docs/database-locks")
-    assert {e.cycle for e in page.edges} == {"reported"}
-    assert page.reported_cycles == 1
+    assert {e.cycle for e in page.order.edges} == {"reported"}
+    assert page.order.reported_cycles == 1
+    assert [b.cycle for b in page.order.both_ways] == ["reported"]
 
 
 def test_a_waived_cycle_is_dashed_red(tmp_path: Path) -> None:
@@ -76,14 +95,54 @@ def test_a_waived_cycle_is_dashed_red(tmp_path: Path) -> None:
         locks=("ledger", "account"),
         waived_by="exception 1, #4",
     )
-    dot = lock_order_dot(model, [waived])
-    line = _edge_line(dot, "account", "ledger")
+    line = _edge_line(_order_dots(_dots(model, [waived])), "account", "ledger")
     assert f'color="{RED}"' in line and "style=dashed" in line
 
 
 def test_no_cycle_no_red() -> None:
     model = _model(FIXTURE)
-    assert RED not in lock_order_dot(model, analyse(model))
+    assert RED not in _order_dots(_dots(model, analyse(model)))
+
+
+def test_a_pair_taken_both_ways_under_a_gate_is_blue_and_explained() -> None:
+    """The flagship's pool row and change obligation row: Commit and Drain take the obligation
+    row after the pool row, Commit also the next pool row after an obligation row; the
+    rendezvous (exclusive in Commit) keeps the two orders from running at once."""
+    model = _model(REPO)
+    found = analyse(model)
+    dot = _order_dots(_dots(model, found))
+    forward = _edge_line(dot, "pool-row", "change-obligation-row")
+    back = _edge_line(dot, "change-obligation-row", "pool-row")
+    for line in (forward, back):
+        assert f'color="{BLUE}"' in line and "style=dashed" in line
+    assert "constraint=false" in back and "constraint=false" not in forward
+    page = build_page(model, found, "docs/database-locks")
+    (pair,) = page.order.both_ways
+    assert (pair.first.text, pair.then.text) == ("Pool row", "Change obligation row")
+    assert [p.text for p in pair.forward] == ["Commit", "Drain"]
+    assert [p.text for p in pair.backward] == ["Commit"]
+    assert pair.gate is not None and pair.gate.text == "Materialization rendezvous"
+    assert pair.gate_backward == "exclusive"
+
+
+def test_edge_labels_list_every_path_title() -> None:
+    model = _model(REPO)
+    found = analyse(model)
+    line = _edge_line(_order_dots(_dots(model, found)), "rendezvous", "pool-row")
+    assert "more" not in line
+    for title in ("Commit", "Issue or confer a grant", "Tier removal with holders", "Reorder"):
+        assert title in line, title
+
+
+def test_a_lock_already_held_is_drawn_dashed_in_its_path() -> None:
+    """What the steps say (already held) is what the diagram shows: Revoke takes the pool row,
+    the lineage head, then the pool row again inside core.end_conferral."""
+    model = _model(REPO)
+    dot = _dots(model, analyse(model))["database-locks/paths/revoke-grant.dot"]
+    takes = [line for line in dot.splitlines() if "Pool row" in line]
+    assert len(takes) == 3
+    assert "already held" not in takes[0] and "dashed" not in takes[0]
+    assert all("already held" in t and "dashed" in t for t in takes[1:])
 
 
 def test_edges_without_the_checkers_graph_module(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -105,19 +164,26 @@ def test_edges_without_the_checkers_graph_module(monkeypatch: pytest.MonkeyPatch
 def test_node_ids_are_local_to_each_path() -> None:
     """Editing one path must not renumber the nodes of another (small DOT diffs)."""
     model = _model(FIXTURE)
-    group = model.groups[0]
-    dot = group_dot(model, group, "checkout")
-    assert '"place-order:1"' in dot and '"cancel-order:1"' in dot
+    dots = _dots(model, analyse(model))
+    assert '"place-order:1"' in dots["database-locks/paths/place-order.dot"]
+    assert '"cancel-order:1"' in dots["database-locks/paths/cancel-order.dot"]
 
 
-@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
+@needs_dot
+def test_every_svg_has_a_title_and_a_description() -> None:
+    model = _model(FIXTURE)
+    for rel, source in _dots(model, analyse(model)).items():
+        svg = render_svg(source)
+        head = svg[: svg.index("<g ")]
+        assert 'role="img"' in head, rel
+        assert "<title>" in head and "<desc>" in head, rel
+
+
+@needs_dot
 def test_every_fixture_graph_is_valid_dot() -> None:
     model = _model(FIXTURE)
-    found = analyse(model)
-    sources = [lock_order_dot(model, found)]
-    sources += [group_dot(model, g, f"g{i}") for i, g in enumerate(model.groups)]
-    for source in sources:
+    for rel, source in _dots(model, analyse(model)).items():
         proc = subprocess.run(
             ["dot", "-Tsvg"], input=source.encode(), capture_output=True, timeout=60, check=False
         )
-        assert proc.returncode == 0 and not proc.stderr, proc.stderr.decode()
+        assert proc.returncode == 0 and not proc.stderr, (rel, proc.stderr.decode())

@@ -1,8 +1,8 @@
 """Golden files: the page and the DOT of tests/fixtures/render_project, exactly.
 
 The fixture declares every lock kind, every key construction, every step kind, an exception
-with an issue and findings the check leaves standing. After an intended change to the renderer
-(or to the checker's messages, which the page lists), rewrite the files with
+with an issue and findings the check leaves standing (the page states the key checks' verdicts).
+After an intended change to the renderer, rewrite the files with
 `pytest tests/test_render_golden.py --update-golden` and review the diff.
 """
 
@@ -60,34 +60,44 @@ def test_the_golden_page_carries_every_kind_of_fact() -> None:
         "### Row locks",
         "### Table locks",
         "### In-process locks",
+        '??? info "Details of each advisory lock"',
         "of a fixed name",
         "of a prefix plus parts",
         "of a bare id, widened to bigint",
         "A literal constant",
         "The two-int4 form",
         "in `pg_locks`",
-        "Opens a transaction of kind [shop.Checkout](#tx-checkout)",
+        ": checked.",
+        "`BeginCheckout` opens it and takes [Catalog gate](#lock-catalog-gate) **shared** first",
         "For each line's SKU",
-        "One of, by the order's status",
-        "**already cancelled:** no step",
-        "Runs [Enqueue a notice](#path-enqueue-notice) here",
+        "One of (by the order's status)",
+        "**already cancelled:** nothing more",
+        "Runs [Enqueue a notice](#path-enqueue-notice) in this transaction",
         "Calls `pg_notify`",
         "Calls out to *Mail: send the notices*, **while holding**",
         "Writes stock",
-        "Opens a second transaction",
-        "Commits, releasing",
+        "Opens a second [plain](#tx-plain) transaction",
+        "stays held",
         "Rolls back",
         "Returns with the transaction still open",
         "Releases [Cache warm-up]",
         "already held",
+        "**Where a new lock goes.**",
+        "**Taken while holding:**",
+        "**Held while taking:**",
+        '??? abstract "Place an order (`PlaceOrder`): Catalog gate shared',
+        "{: #path-place-order }",
+        "{ .lockdocs-path-diagram }",
         "## Where the paths differ",
         "[\\#12](https://tracker.invalid/shop/issues/12)",
-        "## Remaining findings",
-        "**LD302** warning",
         "## Planned work",
-        "The written order",
-        "![Lock-order graph",
+        "level 1 of [rule 5 (One written order)]",
+        "![Legend",
     ):
         assert needle in page, needle
-    order = (GOLDEN / "docs" / "database-locks" / "lock-order.dot").read_text(encoding="utf-8")
-    assert '{ rank=same; "catalog-gate"; "cache-lock"; }' in order
+    for gone in ("Remaining findings", "**LD302**", "Declared in:", "(sql-function)", ".."):
+        assert gone not in page.replace("...", ""), gone
+    order = (GOLDEN / "docs" / "database-locks" / "lock-order-catalog-gate.dot").read_text(
+        encoding="utf-8"
+    )
+    assert "-> " in order and "lockdocs-title: Lock order" in order

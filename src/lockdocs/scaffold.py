@@ -115,6 +115,14 @@ plugins:
   - search
   - lockdocs
 
+markdown_extensions:   # what the page uses: tables, anchors, collapsible blocks
+  - tables
+  - attr_list
+  - admonition
+  - pymdownx.details
+  - toc:
+      permalink: true
+
 nav:
   - Database locks: database-locks.md
 """

@@ -111,9 +111,12 @@ def render_outputs(
 
     Raises RenderError for a page.output outside docs/ or a broken project template.
     """
-    from lockdocs.render.dot import group_dot, lock_order_dot
+    from lockdocs.render.coverage import coverage_view
+    from lockdocs.render.dot import path_dot
+    from lockdocs.render.dot_order import legend_dot, lock_order_dot
+    from lockdocs.render.edges import cycle_pairs
     from lockdocs.render.markdown import TemplateProblem, render_page
-    from lockdocs.render.view import build_page, group_key, group_slugs
+    from lockdocs.render.view import build_page
 
     bad = output_diagnostics(model)
     if bad:
@@ -121,17 +124,27 @@ def render_outputs(
     page_path, stem = page_location(model)
     diagnostics = sort_diagnostics(list(diagnostics))
     view = build_page(model, diagnostics, stem)
-    from lockdocs.render.coverage import coverage_view
-
     try:
         markdown = render_page(Path(model.root), view, coverage_view(model, coverage))
     except TemplateProblem as exc:
         raise RenderError([exc.diagnostic]) from None
-    files = {page_path: markdown, f"{stem}/lock-order.dot": lock_order_dot(model, diagnostics)}
-    slugs = group_slugs(model)
-    for g in model.groups:
-        s = slugs[group_key(g)]
-        files[f"{stem}/{s}.dot"] = group_dot(model, g, s)
+    cycles = cycle_pairs(diagnostics)
+    folder = str(PurePosixPath(stem).parent)
+    files = {page_path: markdown, f"{stem}/legend.dot": legend_dot(model, any(cycles))}
+    for part in view.order.components:
+        if part.diagram_dot:
+            files[str(PurePosixPath(folder) / part.diagram_dot)] = lock_order_dot(
+                model,
+                part.name,
+                view.edge_pairs,
+                tuple(view.order.layer_ids[i] for i in part.diagram_parts),
+                view.order.two_way_ids,
+                cycles,
+            )
+    for group in view.groups:
+        for path in group.paths:
+            rel = str(PurePosixPath(folder) / path.diagram_dot)
+            files[rel] = path_dot(model, model.paths[path.id], path.held_marks)
     return dict(sorted(files.items()))
 
 

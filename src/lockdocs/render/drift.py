@@ -62,7 +62,8 @@ def unified(rel: str, old: str, new: str) -> str:
 
 # --- where a change is ---------------------------------------------------------------------------
 
-_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*(?:\{[^}]*\})?\s*$")
+# A heading may be indented: the page nests a lock's details in a collapsible block.
+_HEADING = re.compile(r"^\s*(#{1,6})\s+(.*?)\s*(?:\{[^}]*\})?\s*$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _DOT_EDGE = re.compile(r'^\s*"((?:[^"\\]|\\.)*)"\s*->\s*"((?:[^"\\]|\\.)*)"')
 _DOT_NODE = re.compile(r'^\s*"((?:[^"\\]|\\.)*)"\s*\[')

@@ -1,4 +1,6 @@
-"""The lock-order edges the page and the diagram show, one per (held lock, wanted lock) pair.
+"""The lock-order edges the page and the diagram show, one per (held lock, wanted lock) pair,
+and what the page derives from them: which pairs are taken in both orders and what keeps those
+apart, and an order per connected part of the graph that the paths follow.
 
 The checker's `lockdocs.analysis.graph.build_graph` is the source when it is there, so the page
 draws the graph the check reasons about; without it the edges are derived here from the flattened
@@ -9,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from lockdocs import model as m
 from lockdocs.analysis.flatten import flatten
@@ -25,56 +27,107 @@ class PairEdge:
     paths: tuple[str, ...]  # path ids, in page order
     modes: tuple[tuple[str, str], ...]  # (held mode, wanted mode), sorted
     ordered: bool  # a self-edge every path of which follows the lock's declared order
+    unordered: tuple[str, ...] = ()  # for a self-edge: the paths that do not follow it
 
 
-def _raw_edges(model: m.Model) -> list[tuple[str, str, str, str, str, bool]]:
-    """(src, dst, path, held mode, wanted mode, ordered) from the checker's graph, or derived."""
+class _Raw(NamedTuple):
+    src: str
+    dst: str
+    path: str
+    held: str
+    wanted: str
+    ordered: bool
+    witness: Any  # the checker's Edge (for gates), or None
+
+
+def _graph_modules() -> tuple[Any, Any, Any] | None:
     try:
-        graph_mod: Any = importlib.import_module("lockdocs.analysis.graph")
-        context_mod: Any = importlib.import_module("lockdocs.rules.context")
+        graph_mod = importlib.import_module("lockdocs.analysis.graph")
+        context_mod = importlib.import_module("lockdocs.rules.context")
+        cycles_mod = importlib.import_module("lockdocs.analysis.cycles")
     except ImportError:
-        graph_mod = None
-    if graph_mod is not None and hasattr(graph_mod, "build_graph"):
-        graph = graph_mod.build_graph(context_mod.Context(model))
-        return [
-            (e.src, e.dst, e.path, e.held_mode, e.wanted_mode, bool(getattr(e, "ordered", False)))
-            for e in graph.edges
-        ]
-    out: list[tuple[str, str, str, str, str, bool]] = []
-    for ev in flatten(model):
-        if ev.kind not in ("acquire", "upgrade"):
-            continue
-        for h in ev.held:
-            if h.lock == ev.lock and h.instance == ev.instance:
-                continue
-            lock = model.locks[ev.lock]
-            ordered = h.lock == ev.lock and ev.order is not None and ev.order == lock.instance_order
-            out.append((h.lock, ev.lock, ev.path, h.mode, ev.mode, ordered))
+        return None
+    if not hasattr(graph_mod, "build_graph"):
+        return None
+    return graph_mod, context_mod, cycles_mod
+
+
+class EdgeSet:
+    """The graph once per render: the raw edges with their witnesses, and the pairs."""
+
+    def __init__(self, model: m.Model) -> None:
+        self.model = model
+        self.ctx: Any = None
+        self.cycles: Any = None
+        mods = _graph_modules()
+        raw: list[_Raw] = []
+        if mods is not None:
+            graph_mod, context_mod, self.cycles = mods
+            self.ctx = context_mod.Context(model)
+            # One graph per backend, as the check builds them: a step for one backend never
+            # runs in the same transaction as a step for another.
+            for backend in self.ctx.backends:
+                for e in graph_mod.build_graph(self.ctx, backend).edges:
+                    raw.append(
+                        _Raw(e.src, e.dst, e.path, e.held_mode, e.wanted_mode, bool(e.ordered), e)
+                    )
+        else:
+            for ev in flatten(model):
+                if ev.kind not in ("acquire", "upgrade"):
+                    continue
+                for h in ev.held:
+                    if h.lock == ev.lock and h.instance == ev.instance:
+                        continue
+                    lock = model.locks[ev.lock]
+                    ordered = (
+                        h.lock == ev.lock
+                        and ev.order is not None
+                        and ev.order == lock.instance_order
+                    )
+                    raw.append(_Raw(h.lock, ev.lock, ev.path, h.mode, ev.mode, ordered, None))
+        self.raw = raw
+        self.pairs = _pairs(model, raw)
+
+    def gate(self, a: _Raw, b: _Raw) -> tuple[str, str, str] | None:
+        """(lock, mode on a's side, mode on b's side) of a singleton both hold in conflicting
+        modes, which keeps the two transactions apart; None when nothing does."""
+        if self.cycles is None or a.witness is None or b.witness is None:
+            return None
+        if a.witness.backend != b.witness.backend:
+            return None
+        lock = self.cycles.gate(self.ctx, a.witness, b.witness)
+        if lock is None:
+            return None
+        mode_a = next(g.mode for g in a.witness.guards if g.lock == lock)
+        mode_b = next(g.mode for g in b.witness.guards if g.lock == lock)
+        return lock, mode_a, mode_b
+
+
+def _pairs(model: m.Model, raw: list[_Raw]) -> list[PairEdge]:
+    lock_rank = {lid: i for i, lid in enumerate(model.locks)}
+    path_rank = page_path_order(model)
+
+    def by_page(paths: set[str]) -> tuple[str, ...]:
+        return tuple(sorted(paths, key=lambda p: (path_rank.get(p, len(path_rank)), p)))
+
+    pairs: dict[tuple[str, str], tuple[set[str], set[tuple[str, str]], set[str]]] = {}
+    for r in raw:
+        paths, modes, unordered = pairs.setdefault((r.src, r.dst), (set(), set(), set()))
+        paths.add(r.path)
+        modes.add((r.held, r.wanted))
+        if not r.ordered:
+            unordered.add(r.path)
+    out = [
+        PairEdge(src, dst, by_page(paths), tuple(sorted(modes)), not unordered, by_page(unordered))
+        for (src, dst), (paths, modes, unordered) in pairs.items()
+    ]
+    out.sort(key=lambda e: (lock_rank[e.src], lock_rank[e.dst]))
     return out
 
 
 def lock_edges(model: m.Model) -> list[PairEdge]:
     """The edges in a fixed order: by the held lock's, then the wanted lock's declared order."""
-    lock_rank = {lid: i for i, lid in enumerate(model.locks)}
-    path_rank = page_path_order(model)
-    pairs: dict[tuple[str, str], tuple[set[str], set[tuple[str, str]], list[bool]]] = {}
-    for src, dst, path, held, wanted, ordered in _raw_edges(model):
-        paths, modes, flags = pairs.setdefault((src, dst), (set(), set(), []))
-        paths.add(path)
-        modes.add((held, wanted))
-        flags.append(ordered)
-    out = [
-        PairEdge(
-            src,
-            dst,
-            tuple(sorted(paths, key=lambda p: (path_rank.get(p, len(path_rank)), p))),
-            tuple(sorted(modes)),
-            all(flags),
-        )
-        for (src, dst), (paths, modes, flags) in pairs.items()
-    ]
-    out.sort(key=lambda e: (lock_rank[e.src], lock_rank[e.dst]))
-    return out
+    return EdgeSet(model).pairs
 
 
 def page_path_order(model: m.Model) -> dict[str, int]:

@@ -70,12 +70,48 @@ def text(value: object) -> str:
     return _guard_line_start(_escape_chars(_inline(value)).replace("|", "\\|"))
 
 
+_END = re.compile(r"[\s.]*$")
+
+
+def ends_once(s: str) -> str:
+    """Plain text that ends with exactly one full stop (or its own !, ? or the colon that leads
+    into a list): user strings are
+    joined into sentences, and a declared "message." must never become "message..". Text that
+    ends in a code span keeps it: a period follows the span."""
+    body = _END.sub("", s)
+    if not body:
+        return ""
+    return body if body[-1] in "!?:" else body + "."
+
+
+def clause(value: object) -> str:
+    """Inline prose inside a sentence the page goes on with: literal text without a closing
+    full stop (the page adds its own punctuation after it)."""
+    return text(_END.sub("", _inline(value)))
+
+
+def sentence(value: object) -> str:
+    """Inline prose as one sentence: literal text ending with exactly one full stop."""
+    return text(ends_once(_inline(value)))
+
+
 def para(value: object) -> str:
-    """Block prose: paragraphs (split at blank lines) of literal text."""
+    """Block prose: paragraphs (split at blank lines) of literal text, each ending once."""
     if value is None:
         return ""
     blocks = re.split(r"\n[ \t]*\n", str(value).strip())
-    return "\n\n".join(text(b) for b in blocks if b.strip())
+    return "\n\n".join(sentence(b) for b in blocks if b.strip())
+
+
+def capital(value: object) -> str:
+    """Inline text starting with a capital letter (a step written as words, not a name)."""
+    s = _inline(value)
+    return text(s[:1].upper() + s[1:])
+
+
+def summary(value: object) -> str:
+    """The title of a collapsible block (`??? note "..."`): inline text, no double quote."""
+    return text(value).replace('"', "&quot;")
 
 
 _INLINE_MD = re.compile(r"(`+)(.+?)\1|\[([^\[\]\n]+)\]\(([^()\s]+)\)|(?<![\w/&#])#(\d{1,9})\b")
@@ -113,6 +149,12 @@ def _inline_md(value: str, issues: str | None = None) -> str:
     return _guard_line_start("".join(out).strip())
 
 
+def sentence_md(value: object, issues: str | None = None) -> str:
+    """One sentence of author prose: `code`, safe links and #123 issue links kept, everything
+    else literal, ending with exactly one full stop."""
+    return _inline_md(ends_once(_inline(value)), issues)
+
+
 def _list_items(lines: list[str]) -> tuple[bool, list[str]] | None:
     """(ordered, items) when the block is one list, continuation lines indented."""
     items: list[str] = []
@@ -129,9 +171,9 @@ def _list_items(lines: list[str]) -> tuple[bool, list[str]] | None:
 
 
 def prose(value: object, issues: str | None = None) -> str:
-    """Author prose (intros): paragraphs and lists (`-`, `*` or `1.`), with `code` and
+    """Author prose (intros, notes): paragraphs and lists (`-`, `*` or `1.`), with `code` and
     [links](https://...) kept; everything else literal, exactly as `text` makes it (no HTML,
-    no other markup)."""
+    no other markup). A paragraph ends with exactly one full stop."""
     if value is None:
         return ""
     blocks = re.split(r"\n[ \t]*\n", str(value).strip())
@@ -150,7 +192,7 @@ def prose(value: object, issues: str | None = None) -> str:
                 )
             )
         else:
-            out.append(_inline_md(" ".join(ln.strip() for ln in lines), issues))
+            out.append(_inline_md(ends_once(" ".join(ln.strip() for ln in lines)), issues))
     return "\n\n".join(out)
 
 
@@ -175,6 +217,27 @@ def code(value: object) -> str:
     fence = "`" * (longest + 1)
     pad = " " if s.startswith("`") or s.endswith("`") else ""
     return f"{fence}{pad}{s}{pad}{fence}"
+
+
+_BREAK_AFTER = re.compile(r"([._(/:,])(?=\w)")
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
+
+
+def tcode(value: object) -> str:
+    """A code span for a narrow table cell: an HTML `<code>` whose identifiers may break after
+    a dot, an underscore, a bracket or a slash and between camel-case words (`<wbr>`, which
+    leaves the text as it is), so a column can be narrow without "core.resource_p" / "ools"."""
+    s = _inline(value)
+    if not s:
+        return ""
+    body = _escape_chars(s).replace("|", "&#124;")
+    body = _CAMEL.sub("<wbr>", _BREAK_AFTER.sub(r"\1<wbr>", body))
+    return "<code>" + body + "</code>"
+
+
+def tcodes(values: tuple[str, ...] | list[str], sep: str = ", ") -> str:
+    """Several names as table-cell code spans."""
+    return sep.join(tcode(v) for v in values if str(v).strip())
 
 
 def html(value: object) -> str:
@@ -236,6 +299,14 @@ def codes(values: tuple[str, ...] | list[str], sep: str = ", ") -> str:
     return sep.join(code(v) for v in values if str(v).strip())
 
 
+def names(values: tuple[str, ...] | list[str], sep: str = ", ") -> str:
+    """Several names: an identifier as a code span, a phrase in words ('the demonstration
+    seed') as text."""
+    return sep.join(
+        code(v) if " " not in str(v).strip() else text(v) for v in values if str(v).strip()
+    )
+
+
 def chain(values: tuple[str, ...] | list[str]) -> str:
     """A call chain, outermost first: `settlePool` → `LockPools`."""
     return codes(values, " → ")
@@ -281,10 +352,20 @@ def anchor(value: str) -> str:
     return "{#" + ident + "}"
 
 
+def attr(value: str) -> str:
+    """A block attribute list giving the paragraph above an id, `{: #path-commit }`."""
+    return "{: " + anchor(value)[1:-1] + " }"
+
+
 FILTERS = {
     "anchor": anchor,
+    "attr": attr,
     "text": text,
     "para": para,
+    "sentence": sentence,
+    "clause": clause,
+    "summary": summary,
+    "capital": capital,
     "prose": prose,
     "cell": cell,
     "code": code,
@@ -292,6 +373,10 @@ FILTERS = {
     "link": link,
     "links": links,
     "codes": codes,
+    "tcode": tcode,
+    "tcodes": tcodes,
+    "names": names,
+    "sentence_md": sentence_md,
     "chain": chain,
     "yaml_str": yaml_str,
 }

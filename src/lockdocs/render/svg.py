@@ -41,6 +41,29 @@ def find_dot() -> str | None:
     return shutil.which("dot")
 
 
+_SVG_OPEN_RE = re.compile(r"<svg\b[^>]*>")
+_DOT_META_RE = re.compile(r"^// lockdocs-(title|desc): (.*)$", re.MULTILINE)
+
+
+def _xml(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def describe(svg: str, dot_text: str) -> str:
+    """Give the SVG a <title> and <desc> of its own (from the DOT's `// lockdocs-title` and
+    `// lockdocs-desc` lines), first inside <svg>, for screen readers and a diagram opened on
+    its own; `role="img"` says the whole drawing is one image."""
+    meta = dict(_DOT_META_RE.findall(dot_text[:4096]))
+    found = _SVG_OPEN_RE.search(svg)
+    if not meta or found is None:
+        return svg
+    tag = found.group(0)
+    if "role=" not in tag:
+        tag = tag[:-1] + ' role="img">'
+    inner = "".join(f"\n<{k}>{_xml(meta[k])}</{k}>" for k in ("title", "desc") if meta.get(k))
+    return svg[: found.start()] + tag + inner + svg[found.end() :]
+
+
 def stamp(svg: str, digest: str) -> str:
     """Drop the generator comment and put the DOT's hash right after the XML declaration."""
     body = _GENERATOR_RE.sub("", svg)
@@ -85,4 +108,4 @@ def render_svg(dot_text: str, dot_binary: str | None = None) -> str:
             f"{binary} -Tsvg failed (exit {proc.returncode}): {detail}", usage=False
         )
     svg = proc.stdout.decode("utf-8", "replace").replace("\r\n", "\n")
-    return stamp(svg, dot_hash(dot_text))
+    return stamp(describe(svg, dot_text), dot_hash(dot_text))

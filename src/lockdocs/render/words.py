@@ -50,12 +50,17 @@ def first_sentence(s: str | None) -> str | None:
 
 
 def order_words(order: str | None) -> str | None:
-    """'ascending sku' -> 'ascending sku order'; 'provision order' and 'the order the requests
-    were recorded' stay as they are."""
+    """'ascending sku' -> 'ascending sku order'; a phrase that already names an order or reads
+    as a sequence ('provision order', 'the parked site first, then the activated site', 'the
+    order the requests were recorded') stays as it is, so 'in ...' never reads garbled."""
     if not order:
         return order
     flat = " ".join(order.split())
-    return flat if re.search(r"\border\b", flat, re.IGNORECASE) else flat + " order"
+    if re.search(r"\border\b", flat, re.IGNORECASE):
+        return flat
+    if re.search(r"[,;]|\b(first|then|before|after|last)\b", flat, re.IGNORECASE):
+        return flat
+    return flat + " order"
 
 
 def sentence(s: str) -> str:
@@ -186,32 +191,38 @@ def explain(cat: str, locks: list[m.Lock], has_hashtext: bool) -> str:
 
 
 def scope_facts(model: m.Model) -> tuple[str, ...]:
-    """Sentences derived from the declarations, so nobody writes them by hand."""
+    """The page's defaults, said once so no lock or step has to repeat them."""
     facts: list[str] = []
-    advisory = [lk for lk in model.locks.values() if lk.kind == "advisory"]
-    if advisory:
-        session = [lk.title for lk in advisory if lk.scope == "session"]
-        if not session:
-            facts.append(
-                "Every advisory lock is transaction-scoped (pg_advisory_xact_lock), so Postgres "
-                "releases it at commit or rollback and an error never leaves one behind."
-            )
-        else:
-            facts.append(
-                "Session-scoped advisory locks (held until unlocked, even past a rollback): "
-                + ", ".join(session)
-                + "."
-            )
-    if not any(lk.kind == "table" for lk in model.locks.values()):
-        facts.append("No declared lock is a table lock (LOCK TABLE).")
-    row_modes = {mode for lk in model.locks.values() if lk.kind == "row" for mode in lk.mode_names}
-    unused = [mode_label("row", x) for x in ("for share", "for key share") if x not in row_modes]
-    if any(lk.kind == "row" for lk in model.locks.values()) and unused:
-        facts.append("No row lock is declared " + " or ".join(unused) + ".")
-    memory = [lk.title for lk in model.locks.values() if lk.kind == "memory"]
+    locks = list(model.locks.values())
+    session = [lk.title for lk in locks if lk.scope == "session" and lk.kind != "memory"]
+    advisory = [lk for lk in locks if lk.kind == "advisory"]
+    what = "database lock" if any(lk.kind == "memory" for lk in locks) else "lock"
+    released = (
+        f"Every {what} on this page is released when its transaction commits or rolls back, so "
+        "an error never leaves one behind"
+    )
+    if session:
+        names = ", ".join(session)
+        released += (
+            f"; the exception is {names}, session-scoped and held until it is unlocked"
+            if len(session) == 1
+            else f"; the exceptions are {names}, session-scoped and held until unlocked"
+        )
+    facts.append(released + ".")
+    if advisory and not any(lk.scope == "session" for lk in advisory):
+        facts.append("Advisory locks are taken with pg_advisory_xact_lock.")
+    missing = []
+    if locks and not any(lk.kind == "table" for lk in locks):
+        missing.append("a table lock (LOCK TABLE)")
+    row_modes = {mode for lk in locks if lk.kind == "row" for mode in lk.mode_names}
+    if any(lk.kind == "row" for lk in locks) and "for share" not in row_modes:
+        missing.append("FOR SHARE")
+    if missing:
+        facts.append("No code takes " + " or ".join(missing) + ".")
+    memory = [lk.title for lk in locks if lk.kind == "memory"]
     if memory:
         facts.append(
-            "In-process locks live in one process only and are held until released: "
+            "In-process locks live in one process and are held until released: "
             + ", ".join(memory)
             + "."
         )

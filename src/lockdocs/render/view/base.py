@@ -7,10 +7,12 @@ Built once per render (`Context`); each section module reads it and builds its o
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from lockdocs import model as m
+from lockdocs.analysis.flatten import Event, flatten
 from lockdocs.diagnostics import Diagnostic
-from lockdocs.render.edges import page_path_order
+from lockdocs.render.edges import EdgeSet, page_path_order
 from lockdocs.render.escape import Link, slug
 from lockdocs.render.words import bare, levels
 
@@ -67,6 +69,14 @@ def walk(steps: tuple[m.Step, ...]) -> Iterable[m.Step]:
                 yield from walk(alt)
 
 
+@dataclass(frozen=True)
+class IssueRef:
+    """An issue a lock or path names; `planned` when it is also listed as planned work."""
+
+    link: Link
+    planned: bool
+
+
 class Context:
     """The model, the findings and the links every section uses; built once per render."""
 
@@ -92,6 +102,30 @@ class Context:
                 for lid in level:
                     self.levels.setdefault(lid, i + 1)
         self.callers = self._callers()
+        self.edges = EdgeSet(model)
+        self._events: dict[str, list[Event]] = {}
+
+    def events(self, path_id: str) -> list[Event]:
+        """The path's events, its callees' included (flattened once per path)."""
+        if path_id not in self._events:
+            self._events[path_id] = flatten(self.model, only=path_id)
+        return self._events[path_id]
+
+    def exception_link(self, w: m.Waiver) -> Link:
+        """'exception N', linked to its entry under "Where the paths differ"."""
+        return Link(f"exception {w.index + 1}", f"#exception-{w.index + 1}")
+
+    def waiver_of(self, label: str) -> m.Waiver | None:
+        """The exception a finding's `waived_by` label names."""
+        from lockdocs.rules.waivers import waiver_label  # lazy: rules import lazily
+
+        return next((w for w in self.model.waivers if waiver_label(self.model, w) == label), None)
+
+    def issues(self, numbers: Iterable[int]) -> tuple[IssueRef, ...]:
+        """Issue links, each once, marked when the issue is also planned work."""
+        planned = {p.issue for p in self.model.planned}
+        seen = dict.fromkeys(numbers)
+        return tuple(IssueRef(self.issue(n), n in planned) for n in seen)
 
     def lock_link(self, lock_id: str) -> Link:
         """A link to a lock's section (plain text for an unknown id)."""

@@ -1,4 +1,5 @@
-"""How keys are built: the advisory key constructions, each with the locks built that way."""
+"""How keys are built: the advisory key constructions, the locks built each way, and what the
+key checks (LD101-LD105) found, in words."""
 
 from __future__ import annotations
 
@@ -7,36 +8,116 @@ from dataclasses import dataclass
 from lockdocs import model as m
 from lockdocs.render.escape import Link
 from lockdocs.render.view.base import Context
-from lockdocs.render.words import CATEGORIES, CATEGORY_ORDER, explain, key_category, key_expression
+from lockdocs.render.words import CATEGORIES, CATEGORY_ORDER, key_category
 
 
 @dataclass(frozen=True)
-class KeyMemberView:
-    """One advisory lock under its key construction (keys.md.j2)."""
+class VerdictView:
+    """One key check's outcome for a construction: `ok` (checked, nothing found), or a finding
+    an exception waives (`exception`), or one `lockdocs check` reports."""
 
-    lock: Link
-    sql: str
-    value: int | None
-    tag: tuple[int, int, int] | None
-    pair: tuple[int, int] | None
-    prefix: str | None
-    parts: tuple[str, ...]
-    cardinality: int | None
-    constant_name: str | None
-    constant_bytes: str | None
-    outside_int32: bool
+    text: str
+    ok: bool
+    exception: Link | None
+    issue: Link | None
 
 
 @dataclass(frozen=True)
 class KeyGroupView:
-    """One way keys are built, with the locks built that way (keys.md.j2)."""
+    """One way keys are built, with the locks built that way and the checks' verdicts."""
 
     number: int
     anchor: str
     function: str | None  # hashtextextended | hashtext | None
     shape: str  # the words after the function
-    explanation: str
-    members: tuple[KeyMemberView, ...]
+    locks: tuple[Link, ...]
+    verdicts: tuple[VerdictView, ...]
+
+
+def _plural(n: int, one: str, many: str) -> str:
+    return one if n == 1 else many
+
+
+def _verdict(ctx: Context, code: str, members: list[m.Lock], ok: str, found: str) -> VerdictView:
+    ids = {lk.id for lk in members}
+    hits = [d for d in ctx.diags if d.code == code and ids & set(d.locks)]
+    if not hits:
+        return VerdictView(ok, True, None, None)
+    waiver = ctx.waiver_of(hits[0].waived_by) if all(d.waived_by for d in hits) else None
+    return VerdictView(
+        found,
+        False,
+        ctx.exception_link(waiver) if waiver else None,
+        ctx.issue(waiver.issue) if waiver and waiver.issue else None,
+    )
+
+
+def _verdicts(ctx: Context, cat: str, locks: list[m.Lock], has_hashtext: bool) -> list[VerdictView]:
+    n = len(locks)
+    out: list[VerdictView] = []
+    if cat.endswith("-fixed") or cat == "constant":
+        values = "its value equals" if n == 1 else "their values equal"
+        ok = f"Computed exactly as Postgres does: {values} no other key here"
+        if (
+            cat == "constant"
+            and has_hashtext
+            and all(
+                lk.key is not None
+                and lk.key.value is not None
+                and not -(2**31) <= lk.key.value < 2**31
+                for lk in locks
+            )
+        ):
+            ok = (
+                f"Above the 32-bit range, so no hashtext key can equal "
+                f"{_plural(n, 'it', 'them')}; {values} no other key here"
+            )
+        out.append(_verdict(ctx, "LD104", locks, ok, "Equal to another key here"))
+    if cat.endswith("-prefix"):
+        out.append(
+            _verdict(
+                ctx,
+                "LD102",
+                locks,
+                "No prefix starts another, so no family can build another family's text",
+                "One prefix starts another, so two families can build the same text",
+            )
+        )
+    if cat.endswith("-bare"):
+        out.append(
+            _verdict(
+                ctx,
+                "LD101",
+                locks,
+                "",
+                "No family prefix: another family that hashes the same text gets the same key",
+            )
+        )
+    if cat.startswith("hashtext-"):
+        from lockdocs.rules.keyrules import collision_odds  # lazy: rules import lazily
+
+        share = (
+            f"these {n} families share one space of 2^32 keys"
+            if n > 1
+            else "its keys share one space of 2^32 keys with every hashtext key"
+        )
+        odds = ""
+        cards = [lk.key.text.cardinality for lk in locks if lk.key and lk.key.text]
+        if cards and all(cards):
+            total = sum(c for c in cards if c)
+            odds = f"; with {total:,} keys live at once, a collision has a {collision_odds(total, 32):.2%} chance"
+        out.append(_verdict(ctx, "LD103", locks, "", f"32 bits: {share}{odds}"))
+    if cat == "int4pair":
+        out.append(
+            _verdict(
+                ctx,
+                "LD105",
+                locks,
+                "Each pair namespace belongs to one family",
+                "Two families share a pair namespace",
+            )
+        )
+    return [v for v in out if v.text]
 
 
 def key_groups(ctx: Context) -> tuple[tuple[KeyGroupView, ...], dict[str, KeyGroupView]]:
@@ -53,37 +134,15 @@ def key_groups(ctx: Context) -> tuple[tuple[KeyGroupView, ...], dict[str, KeyGro
         if not locks:
             continue
         function, shape, anchor = CATEGORIES[cat]
-        members = tuple(key_member(ctx, lk, has_hashtext) for lk in locks)
         view = KeyGroupView(
             number=len(groups) + 1,
             anchor=anchor,
             function=function,
             shape=shape,
-            explanation=explain(cat, locks, has_hashtext),
-            members=members,
+            locks=tuple(ctx.lock_link(lk.id) for lk in locks),
+            verdicts=tuple(_verdicts(ctx, cat, locks, has_hashtext)),
         )
         groups.append(view)
         for lk in locks:
             by_lock[lk.id] = view
     return tuple(groups), by_lock
-
-
-def key_member(ctx: Context, lock: m.Lock, has_hashtext: bool) -> KeyMemberView:
-    """One lock's line under its key construction."""
-    key = lock.key
-    assert key is not None
-    kt = key.text
-    outside = key.value is not None and not -(2**31) <= key.value < 2**31
-    return KeyMemberView(
-        lock=ctx.lock_link(lock.id),
-        sql=key_expression(key),
-        value=key.value if key.construction not in ("int4pair", "constant") else None,
-        tag=key.tag,
-        pair=key.pair,
-        prefix=kt.prefix if kt else None,
-        parts=kt.parts if kt else (),
-        cardinality=kt.cardinality if kt else None,
-        constant_name=key.constant_name,
-        constant_bytes=key.constant_bytes,
-        outside_int32=outside and key.construction == "constant" and has_hashtext,
-    )

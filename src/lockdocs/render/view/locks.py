@@ -1,4 +1,9 @@
-"""The locks section: one summary table per kind of lock, and each lock's own section."""
+"""The locks section: one summary table per kind of lock, and each lock's details.
+
+The table carries what a reader scans (key or row, modes, takers, what it serializes); the details
+carry the rest once: the computed key, how each taker reaches the lock, the rules that constrain
+it, the locks taken before and after it (with the paths) and the issues.
+"""
 
 from __future__ import annotations
 
@@ -6,28 +11,34 @@ from dataclasses import dataclass
 
 from lockdocs import model as m
 from lockdocs.render.escape import Link
-from lockdocs.render.view.base import Context, lock_anchor, walk
+from lockdocs.render.view.base import Context, IssueRef, lock_anchor, walk
 from lockdocs.render.view.keys import KeyGroupView
 from lockdocs.render.words import (
     KIND_NOUN,
     KIND_ORDER,
     KIND_TITLES,
     extent,
-    first_sentence,
     group_heading,
     key_expression,
-    key_short,
     mode_label,
     order_words,
 )
 
+TAKER_KIND_WORDS = {
+    "function": "",
+    "query": "the query",
+    "sql-function": "the SQL function",
+    "statement": "the statement",
+    "transaction-kind": "the transaction kind",
+}
+
 
 @dataclass(frozen=True)
 class TakerView:
-    """One `taken_by` entry, as the lock section lists it."""
+    """One `taken_by` entry: the kind as words ('the query'), never as a tag."""
 
     name: str
-    kind: str | None
+    kind_words: str
     mode: str | None
     via: tuple[str, ...]
     called_by: tuple[str, ...]
@@ -37,17 +48,16 @@ class TakerView:
 
 @dataclass(frozen=True)
 class ModeView:
-    """One declared mode with its words and, for a lock of several modes, who takes it."""
+    """One declared mode with who takes it that way."""
 
     mode: str
     label: str
     text: str
-    takers: tuple[str, ...]
 
 
 @dataclass(frozen=True)
 class BackendView:
-    """The lock on one database backend (lock.md.j2, 'Backends')."""
+    """The lock on one database backend."""
 
     name: str
     kind: str
@@ -58,8 +68,16 @@ class BackendView:
 
 
 @dataclass(frozen=True)
+class NeighbourView:
+    """A lock taken before or after this one, with the paths that do so."""
+
+    lock: Link
+    paths: tuple[Link, ...]
+
+
+@dataclass(frozen=True)
 class LockView:
-    """Everything lock.md.j2 and the lock tables print about one lock."""
+    """Everything the lock tables and a lock's details print about one lock."""
 
     id: str
     anchor: str
@@ -70,38 +88,37 @@ class LockView:
     scope: str
     extent: str | None
     key_sql: str | None
-    key_short: str | None
     key_group: Link | None  # its construction under "How keys are built"
     key_value: int | None
     key_tag: tuple[int, int, int] | None
-    key_bits: int | None
     key_cardinality: int | None
     constant_name: str | None
     constant_bytes: str | None
     table: str | None
     row: str | None
-    mode_cell: str
     mode_text: str | None
     modes: tuple[ModeView, ...]
     options: tuple[str, ...]
     options_text: str
     queue: bool
     referenced_by_foreign_keys: bool
-    singleton: bool
     instance_order: str | None
     backends: tuple[BackendView, ...]
     takers: tuple[TakerView, ...]
-    takers_short: tuple[str, ...]
-    takers_more: int
+    taker_names: tuple[str, ...]
     serializes: str | None
-    serializes_short: str | None
     notes: str | None
-    issues: tuple[Link, ...]
+    issues: tuple[IssueRef, ...]
     taken_in: tuple[Link, ...]
     first_of: tuple[Link, ...]  # transaction kinds that take it first
+    rules: tuple[Link, ...]
+    exceptions: tuple[Link, ...]
+    after: tuple[NeighbourView, ...]  # taken while these are held
+    before: tuple[NeighbourView, ...]  # held while these are taken
+    several_in: tuple[Link, ...]  # paths that hold two or more of it at once
+    alone_in: tuple[Link, ...]  # paths that take it with no other lock before or after
     level: int | None
     order_rule: Link | None
-    planned: tuple[Link, ...]
 
 
 @dataclass(frozen=True)
@@ -111,6 +128,7 @@ class LockTableView:
     kind: str
     anchor: str
     title: str
+    details_title: str
     locks: tuple[LockView, ...]
 
 
@@ -132,30 +150,48 @@ def taken_in(ctx: Context) -> dict[str, set[str]]:
     return out
 
 
+def rules_on(rule: m.Rule, lock: m.Lock) -> bool:
+    """Whether a declared rule constrains the lock in particular (a `scope` rule covers a whole
+    kind of lock: the page states it once, not under every lock)."""
+    p = dict(rule.params)
+    if rule.check in ("first", "sorted", "lock_before_write"):
+        return p.get("lock") == lock.id
+    if rule.check == "before":
+        return lock.id in (p.get("first"), p.get("then"))
+    return False  # an `order` rule is named with the lock's level in it
+
+
+def _neighbours(
+    ctx: Context, lock_id: str
+) -> tuple[tuple[NeighbourView, ...], tuple[NeighbourView, ...], tuple[Link, ...], set[str]]:
+    """(taken while these are held, held while these are taken, paths holding two of it, and
+    every path named in those)."""
+    after: list[NeighbourView] = []
+    before: list[NeighbourView] = []
+    several: tuple[Link, ...] = ()
+    named: set[str] = set()
+    for e in ctx.edges.pairs:
+        if lock_id not in (e.src, e.dst):
+            continue
+        named.update(e.paths)
+        paths = tuple(ctx.path_link(p) for p in e.paths)
+        if e.src == e.dst:
+            several = paths
+        elif e.dst == lock_id:
+            after.append(NeighbourView(ctx.lock_link(e.src), paths))
+        else:
+            before.append(NeighbourView(ctx.lock_link(e.dst), paths))
+    return tuple(after), tuple(before), several, named
+
+
 def lock_view(
     ctx: Context, lock: m.Lock, taken: dict[str, set[str]], key_groups: dict[str, KeyGroupView]
 ) -> LockView:
-    """One lock's section and table row."""
+    """One lock's table row and details."""
     model = ctx.model
     key = lock.key
-    modes = []
-    for mode, words in lock.modes:
-        takers = tuple(
-            t.name
-            for t in lock.takers
-            if t.mode == mode or (t.mode is None and len(lock.modes) == 1)
-        )
-        modes.append(ModeView(mode, mode_label(lock.kind, mode), words, takers))
-    option_words = tuple(o.upper() for o in lock.options)
-    mode_cell = lock.mode_text or ", ".join(
-        [mode_label(lock.kind, mm) for mm in lock.mode_names]
-    ) + ("" if not option_words else " (" + ", ".join(option_words) + ")")
-    names = tuple(dict.fromkeys(t.name for t in lock.takers))
     group = key_groups.get(lock.id)
-    first_of = tuple(
-        ctx.tx_links[t.id] for t in model.transactions.values() if t.first_lock == lock.id
-    )
-    planned = tuple(ctx.issue(p.issue) for p in model.planned if lock.id in p.affects)
+    after, before, several, named = _neighbours(ctx, lock.id)
     return LockView(
         id=lock.id,
         anchor=lock_anchor(lock.id),
@@ -166,26 +202,24 @@ def lock_view(
         scope=lock.scope,
         extent=extent(lock),
         key_sql=key_expression(key) if key else None,
-        key_short=key_short(key) if key else None,
         key_group=(
             Link(group_heading(group.function, group.shape), "#" + group.anchor) if group else None
         ),
         key_value=key.value if key and key.construction != "constant" else None,
         key_tag=key.tag if key else None,
-        key_bits=key.bits if key else None,
         key_cardinality=(key.text.cardinality if key and key.text else None),
         constant_name=key.constant_name if key else None,
         constant_bytes=key.constant_bytes if key else None,
         table=lock.table,
         row=lock.row,
-        mode_cell=mode_cell,
         mode_text=lock.mode_text,
-        modes=tuple(modes),
-        options=option_words,
-        options_text=", ".join(option_words),
+        modes=tuple(
+            ModeView(mode, mode_label(lock.kind, mode), words) for mode, words in lock.modes
+        ),
+        options=tuple(o.upper() for o in lock.options),
+        options_text=", ".join(o.upper() for o in lock.options),
         queue=lock.queue,
         referenced_by_foreign_keys=lock.referenced_by_foreign_keys,
-        singleton=lock.singleton,
         instance_order=order_words(lock.instance_order),
         backends=tuple(
             BackendView(
@@ -201,7 +235,7 @@ def lock_view(
         takers=tuple(
             TakerView(
                 t.name,
-                t.kind,
+                TAKER_KIND_WORDS.get(t.kind or "", ""),
                 mode_label(lock.kind, t.mode) if t.mode else None,
                 t.via,
                 t.called_by,
@@ -210,22 +244,34 @@ def lock_view(
             )
             for t in lock.takers
         ),
-        takers_short=names[:3],
-        takers_more=max(0, len(names) - 3),
+        taker_names=tuple(dict.fromkeys(t.name for t in lock.takers)),
         serializes=lock.serializes,
-        serializes_short=first_sentence(lock.serializes),
         notes=lock.notes,
-        issues=tuple(ctx.issue(n) for n in lock.issues),
+        issues=ctx.issues(
+            [*lock.issues, *(p.issue for p in model.planned if lock.id in p.affects)]
+        ),
         taken_in=ctx.by_page_order(taken.get(lock.id, ())),
-        first_of=first_of,
+        first_of=tuple(
+            ctx.tx_links[t.id] for t in model.transactions.values() if t.first_lock == lock.id
+        ),
+        rules=tuple(ctx.rule_link(r.id) for r in model.rules.values() if rules_on(r, lock)),
+        exceptions=tuple(ctx.exception_link(w) for w in model.waivers if w.lock == lock.id),
+        after=after,
+        before=before,
+        several_in=several,
+        # A path run only inside others holds what its callers hold: never alone.
+        alone_in=ctx.by_page_order(
+            pid
+            for pid in taken.get(lock.id, ())
+            if pid not in named and model.paths[pid].standalone
+        ),
         level=ctx.levels.get(lock.id),
         order_rule=ctx.rule_link(ctx.order_rule.id) if ctx.order_rule else None,
-        planned=planned,
     )
 
 
 def lock_tables(ctx: Context, key_by_lock: dict[str, KeyGroupView]) -> tuple[LockTableView, ...]:
-    """The summary tables, one per kind of lock present, each with its locks' sections."""
+    """The summary tables, one per kind of lock present."""
     taken = taken_in(ctx)
     views = {lid: lock_view(ctx, lk, taken, key_by_lock) for lid, lk in ctx.model.locks.items()}
     return tuple(
@@ -233,6 +279,7 @@ def lock_tables(ctx: Context, key_by_lock: dict[str, KeyGroupView]) -> tuple[Loc
             kind,
             f"{kind}-locks",
             KIND_TITLES[kind],
+            f"Details of each {KIND_NOUN[kind]}",
             tuple(v for v in views.values() if v.kind == kind),
         )
         for kind in KIND_ORDER

@@ -1,18 +1,25 @@
-"""The lock-order section: the edges of the graph as table rows, reported cycles marked."""
+"""The lock-order section: where a new lock goes.
+
+From the graph's edges it derives, for each connected part of the graph, levels to take the locks
+in (every edge goes from an earlier level to a later one), the pairs taken in both orders with
+what keeps their transactions apart, and for each lock the paths that take several instances in
+an order other than the declared one, with the exception that allows it.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
-from lockdocs.render.edges import PairEdge, cycle_pairs
+from lockdocs.render.edges import EdgeSet, PairEdge, _Raw, cycle_pairs
 from lockdocs.render.escape import Link
 from lockdocs.render.view.base import Context
-from lockdocs.render.words import mode_label
+from lockdocs.render.words import mode_label, order_words
 
 
 @dataclass(frozen=True)
 class EdgeView:
-    """One row of the lock-order table (paths.md.j2)."""
+    """One arrow: `dst` taken while `src` is held, by these paths."""
 
     src: Link
     dst: Link
@@ -23,27 +30,295 @@ class EdgeView:
     cycle: str  # "" | "reported" | "waived"
 
 
-def edge_views(ctx: Context, edges: list[PairEdge]) -> tuple[EdgeView, ...]:
-    """The lock-order table's rows, with reported cycles marked."""
+@dataclass(frozen=True)
+class BothWaysView:
+    """Two locks taken in both orders, and what keeps the two orders from meeting."""
+
+    first: Link  # the order most paths follow: first, then `then`
+    then: Link
+    forward: tuple[Link, ...]  # paths that take `then` while holding `first`
+    backward: tuple[Link, ...]  # paths that take `first` while holding `then`
+    gate: Link | None  # a lock every such pair of transactions holds in conflicting modes
+    gate_forward: str  # its modes on each side, as words
+    gate_backward: str
+    never_waits: bool  # no gate, but one side takes its lock with SKIP LOCKED or NOWAIT
+    modes_apart: str  # when no gate: the modes that never wait on each other
+    cycle: str  # "" | "reported" | "waived": the check reports a deadlock here
+
+
+@dataclass(frozen=True)
+class DeviationView:
+    """Paths that take several instances of a lock in an order other than the declared one."""
+
+    paths: tuple[Link, ...]
+    exceptions: tuple[Link, ...]
+
+
+@dataclass(frozen=True)
+class OrderedLockView:
+    """A lock in its level, with how several of it are taken."""
+
+    lock: Link
+    several: str | None  # the declared instance order, when several are taken in one transaction
+    several_paths: tuple[Link, ...]
+    deviations: DeviationView | None
+
+
+@dataclass(frozen=True)
+class ComponentView:
+    """One connected part of the graph: its levels, first level first, and its diagram (none
+    for a lock alone, whose only arrow is to another instance of itself)."""
+
+    levels: tuple[tuple[OrderedLockView, ...], ...]
+    size: int
+    name: str  # the diagram's graph name and file stem: lock-order-<its first lock>
+    diagram: str | None  # the SVG drawn after this part's list, relative to the page
+    diagram_dot: str | None
+    diagram_parts: tuple[int, ...]  # the parts that diagram draws (the small ones share one)
+    diagram_alt: str
+
+
+@dataclass(frozen=True)
+class OrderView:
+    """Everything the section prints besides the diagram."""
+
+    edges: tuple[EdgeView, ...]
+    components: tuple[ComponentView, ...]
+    both_ways: tuple[BothWaysView, ...]
+    alone: tuple[Link, ...]  # locks never held while another is taken, nor taken under one
+    reported_cycles: int
+    # The same, by id, for the diagram: each part's levels, and the pairs taken both ways
+    # (the order most paths follow first).
+    layer_ids: tuple[tuple[tuple[str, ...], ...], ...]
+    two_way_ids: tuple[tuple[str, str], ...]
+
+
+def _modes(ctx: Context, e: PairEdge) -> str:
+    src_kind = ctx.model.locks[e.src].kind
+    dst_kind = ctx.model.locks[e.dst].kind
+    return ", ".join(
+        f"{mode_label(src_kind, h)} then {mode_label(dst_kind, w)}" for h, w in e.modes
+    )
+
+
+def _mode_words(ctx: Context, lock: str, modes: set[str]) -> str:
+    kind = ctx.model.locks[lock].kind
+    return " or ".join(sorted(mode_label(kind, x) for x in modes))
+
+
+def both_ways(ctx: Context, es: EdgeSet, pair: tuple[str, str]) -> BothWaysView:
+    """Why the two orders of `pair` (taken both ways) do or do not meet."""
+    a, b = pair
+    fwd = [r for r in es.raw if (r.src, r.dst) == (a, b)]
+    back = [r for r in es.raw if (r.src, r.dst) == (b, a)]
+    gates: dict[str, tuple[set[str], set[str]]] = {}
+    ungated: list[tuple[_Raw, _Raw]] = []
+    for x in fwd:
+        for y in back:
+            if (
+                x.witness is not None
+                and y.witness is not None
+                and x.witness.backend != y.witness.backend
+            ):
+                continue  # two backends never share a transaction
+            g = es.gate(x, y)
+            if g is None:
+                ungated.append((x, y))
+                continue
+            mf, mb = gates.setdefault(g[0], (set(), set()))
+            mf.add(g[1])
+            mb.add(g[2])
+    gate = next(iter(sorted(gates))) if len(gates) == 1 and not ungated else None
     live, waived = cycle_pairs(ctx.diags)
-    out = []
-    for e in edges:
+    cycle = (
+        "reported"
+        if (a, b) in live or (b, a) in live
+        else "waived"
+        if (a, b) in waived or (b, a) in waived
+        else ""
+    )
+    apart = ""
+    skips = bool(ungated) and all(
+        x.witness is not None
+        and y.witness is not None
+        and (x.witness.never_waits or y.witness.never_waits)
+        for x, y in ungated
+    )
+    if gate is None and ungated and not skips and es.cycles is not None and es.ctx is not None:
+        waits = es.cycles._waits
+        if not any(
+            waits(es.ctx, x.witness, y.witness) and waits(es.ctx, y.witness, x.witness)
+            for x, y in ungated
+            if x.witness is not None and y.witness is not None
+        ):
+            apart = (
+                f"{_mode_words(ctx, a, {x.held for x in fwd})} and "
+                f"{_mode_words(ctx, a, {y.wanted for y in back})}"
+            )
+    return BothWaysView(
+        first=ctx.lock_link(a),
+        then=ctx.lock_link(b),
+        forward=ctx.by_page_order(r.path for r in fwd),
+        backward=ctx.by_page_order(r.path for r in back),
+        gate=ctx.lock_link(gate) if gate else None,
+        gate_forward=_mode_words(ctx, gate, gates[gate][0]) if gate else "",
+        gate_backward=_mode_words(ctx, gate, gates[gate][1]) if gate else "",
+        never_waits=gate is None and skips,
+        modes_apart=apart,
+        cycle=cycle,
+    )
+
+
+def _components(locks: list[str], links: set[tuple[str, str]]) -> list[list[str]]:
+    """Weakly connected parts, in declaration order of their first lock."""
+    parent = {lk: lk for lk in locks}
+
+    def find(x: str) -> str:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in sorted(links):
+        parent[find(a)] = find(b)
+    groups: dict[str, list[str]] = {}
+    for lk in locks:
+        groups.setdefault(find(lk), []).append(lk)
+    return list(groups.values())
+
+
+def _levels(nodes: list[str], edges: set[tuple[str, str]]) -> list[list[str]]:
+    """Longest-path layers (every edge goes down); nodes left in a cycle share a last layer."""
+    preds = {n: {a for a, b in edges if b == n and a != n} for n in nodes}
+    level: dict[str, int] = {}
+    remaining = list(nodes)
+    while remaining:
+        ready = [n for n in remaining if preds[n] <= level.keys()]
+        if not ready:
+            top = max(level.values(), default=0) + 1
+            for n in remaining:
+                level[n] = top
+            break
+        for n in ready:
+            level[n] = 1 + max((level[p] for p in preds[n]), default=0)
+        remaining = [n for n in remaining if n not in level]
+    out: list[list[str]] = [[] for _ in range(max(level.values(), default=0))]
+    for n in nodes:
+        out[level[n] - 1].append(n)
+    return [lv for lv in out if lv]
+
+
+def order_view(ctx: Context, es: EdgeSet) -> OrderView:
+    """The section's objects, in a fixed order (declaration order of the locks)."""
+    model = ctx.model
+    live, waived = cycle_pairs(ctx.diags)
+    edges = []
+    for e in es.pairs:
         pair = (e.src, e.dst)
-        cycle = "reported" if pair in live else "waived" if pair in waived else ""
-        lock_kind = ctx.model.locks[e.dst].kind
-        src_kind = ctx.model.locks[e.src].kind
-        modes = ", ".join(
-            f"{mode_label(src_kind, h)} then {mode_label(lock_kind, w)}" for h, w in e.modes
-        )
-        out.append(
+        edges.append(
             EdgeView(
                 src=ctx.lock_link(e.src),
                 dst=ctx.lock_link(e.dst),
                 paths=tuple(ctx.path_link(p) for p in e.paths),
-                modes=modes,
+                modes=_modes(ctx, e),
                 self_edge=e.src == e.dst,
                 ordered=e.ordered,
-                cycle=cycle,
+                cycle="reported" if pair in live else "waived" if pair in waived else "",
             )
         )
-    return tuple(out)
+    by_pair = {(e.src, e.dst): e for e in es.pairs}
+    two_way: list[tuple[str, str]] = []
+    kept: set[tuple[str, str]] = set()
+    for (a, b), e in by_pair.items():
+        if a == b:
+            continue
+        back = by_pair.get((b, a))
+        if back is None:
+            kept.add((a, b))
+            continue
+        # The order most paths follow is the one kept; a tie keeps declaration order.
+        rank = list(model.locks)
+        forward = len(e.paths) > len(back.paths) or (
+            len(e.paths) == len(back.paths) and rank.index(a) < rank.index(b)
+        )
+        if forward:
+            kept.add((a, b))
+            two_way.append((a, b))
+    touched = [lk for lk in model.locks if any(lk in p for p in by_pair)]
+    parts = []
+    for comp in _components(touched, {p for p in by_pair if p[0] != p[1]}):
+        inside = {p for p in kept if p[0] in comp}
+        parts.append(_levels(comp, inside))
+    parts.sort(key=lambda layers: -sum(len(lv) for lv in layers))  # largest first; stable
+    stem_name = PurePosixPath(ctx.stem).name
+    # The largest part gets a diagram of its own; the other parts of two locks or more share
+    # one, drawn side by side after the last of their lists (each alone would be a narrow
+    # picture in a wide column).
+    drawn = [i for i, layers in enumerate(parts) if sum(len(lv) for lv in layers) > 1]
+    carriers: dict[int, tuple[int, ...]] = {}
+    if drawn and drawn[0] == 0:
+        carriers[0] = (0,)
+        drawn = drawn[1:]
+    if drawn:
+        carriers[drawn[-1]] = tuple(drawn)
+    components = []
+    for i, layers in enumerate(parts):
+        drawn_parts = carriers.get(i, ())
+        name = f"lock-order-{parts[drawn_parts[0]][0][0]}" if drawn_parts else ""
+        titles = [model.locks[parts[k][0][0]].title for k in drawn_parts]
+        components.append(
+            ComponentView(
+                levels=tuple(tuple(_ordered(ctx, by_pair, lk) for lk in lv) for lv in layers),
+                size=sum(len(lv) for lv in layers),
+                name=name,
+                diagram=f"{stem_name}/{name}.svg" if drawn_parts else None,
+                diagram_dot=f"{stem_name}/{name}.dot" if drawn_parts else None,
+                diagram_parts=drawn_parts,
+                diagram_alt=(
+                    "Lock order of "
+                    + " and of ".join(titles)
+                    + " and the locks taken with "
+                    + ("it" if len(titles) == 1 else "them")
+                    + ": an arrow from one lock to another wherever a path takes the second "
+                    "while holding the first"
+                    if titles
+                    else ""
+                ),
+            )
+        )
+    alone = tuple(ctx.lock_link(lk) for lk in model.locks if lk not in touched)
+    return OrderView(
+        edges=tuple(edges),
+        components=tuple(components),
+        both_ways=tuple(both_ways(ctx, es, p) for p in two_way),
+        alone=alone,
+        reported_cycles=sum(1 for d in ctx.diags if d.code == "LD201" and not d.waived_by),
+        layer_ids=tuple(tuple(tuple(lv) for lv in layers) for layers in parts),
+        two_way_ids=tuple(two_way),
+    )
+
+
+def _ordered(
+    ctx: Context, by_pair: dict[tuple[str, str], PairEdge], lock_id: str
+) -> OrderedLockView:
+    lock = ctx.model.locks[lock_id]
+    self_edge = by_pair.get((lock_id, lock_id))
+    deviation = None
+    several_paths: tuple[Link, ...] = ()
+    if self_edge is not None:
+        several_paths = tuple(ctx.path_link(p) for p in self_edge.paths)
+        if self_edge.unordered:
+            deviation = DeviationView(
+                paths=tuple(ctx.path_link(p) for p in self_edge.unordered),
+                exceptions=tuple(
+                    Link(f"exception {w.index + 1}", f"#exception-{w.index + 1}")
+                    for w in ctx.model.waivers
+                    if w.lock == lock_id and w.path in self_edge.unordered
+                ),
+            )
+    return OrderedLockView(
+        lock=ctx.lock_link(lock_id),
+        several=order_words(lock.instance_order) if self_edge is not None else None,
+        several_paths=several_paths,
+        deviations=deviation,
+    )

@@ -7,27 +7,24 @@ from pathlib import PurePosixPath
 
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic
-from lockdocs.render.edges import lock_edges
-from lockdocs.render.escape import Link
+from lockdocs.render.edges import PairEdge
 from lockdocs.render.view.base import Context
 from lockdocs.render.view.keys import KeyGroupView, key_groups
 from lockdocs.render.view.locks import LockTableView, lock_tables
-from lockdocs.render.view.order import EdgeView, edge_views
+from lockdocs.render.view.order import OrderView, order_view
 from lockdocs.render.view.paths import GroupView, groups
 from lockdocs.render.view.rules import (
     DifferenceView,
     ExceptionView,
-    FindingView,
     PlannedView,
     RuleView,
     difference_views,
     exception_view,
-    finding_view,
     planned_views,
     rule_view,
 )
 from lockdocs.render.view.transactions import TxView, transactions
-from lockdocs.render.words import levels, scope_facts
+from lockdocs.render.words import scope_facts
 
 
 @dataclass(frozen=True)
@@ -46,20 +43,14 @@ class PageView:
     scope_facts: tuple[str, ...]
     lock_tables: tuple[LockTableView, ...]
     key_groups: tuple[KeyGroupView, ...]
-    key_findings: tuple[FindingView, ...]
     transactions: tuple[TxView, ...]
-    lock_order_svg: str
-    lock_order_dot: str
-    edges: tuple[EdgeView, ...]
-    levels: tuple[tuple[Link, ...], ...]
-    order_rule: Link | None
-    reported_cycles: int
+    legend_svg: str
+    order: OrderView
+    edge_pairs: list[PairEdge]  # for the lock-order diagram
     groups: tuple[GroupView, ...]
     rules: tuple[RuleView, ...]
     exceptions: tuple[ExceptionView, ...]
     differences: tuple[DifferenceView, ...]
-    findings: tuple[FindingView, ...]
-    waived: int
     planned: tuple[PlannedView, ...]
 
 
@@ -87,22 +78,13 @@ def build_page(model: m.Model, diagnostics: list[Diagnostic], stem: str) -> Page
         scope_facts=scope_facts(model),
         lock_tables=tables,
         key_groups=keys,
-        key_findings=tuple(finding_view(d) for d in diagnostics if d.code.startswith("LD1")),
         transactions=tuple(txs.values()),
-        lock_order_svg=f"{stem_name}/lock-order.svg",
-        lock_order_dot=f"{stem_name}/lock-order.dot",
-        edges=edge_views(ctx, lock_edges(model)),
-        levels=tuple(
-            tuple(ctx.lock_link(lid) for lid in level)
-            for level in (levels(ctx.order_rule) if ctx.order_rule else ())
-        ),
-        order_rule=ctx.rule_link(ctx.order_rule.id) if ctx.order_rule else None,
-        reported_cycles=sum(1 for d in diagnostics if d.code == "LD201" and not d.waived_by),
+        legend_svg=f"{stem_name}/legend.svg",
+        order=order_view(ctx, ctx.edges),
+        edge_pairs=ctx.edges.pairs,
         groups=group_views,
         rules=tuple(rule_view(ctx, r) for r in model.rules.values()),
         exceptions=tuple(exception_view(ctx, w, summaries) for w in model.waivers),
         differences=difference_views(ctx),
-        findings=tuple(finding_view(d) for d in diagnostics if not d.waived_by),
-        waived=sum(1 for d in diagnostics if d.waived_by),
         planned=planned_views(ctx),
     )

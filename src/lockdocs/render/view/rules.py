@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from lockdocs import model as m
@@ -57,6 +58,7 @@ class ExceptionView:
     lock: Link | None
     branch: str | None
     issue: Link | None
+    issue_in_text: bool  # the why already names the issue (#N), linked there
     why: str
     waives: int
 
@@ -69,6 +71,7 @@ class DifferenceView:
     title: str
     why: str
     issue: Link | None
+    issue_in_text: bool
     paths: tuple[Link, ...]
     locks: tuple[Link, ...]
 
@@ -93,6 +96,11 @@ class FindingView:
     hint: str
     details: tuple[str, ...]
     waived_by: str
+
+
+def _names_issue(text: str, number: int | None) -> bool:
+    """Whether prose mentions #N (the page links it there)."""
+    return number is not None and re.search(rf"(?<![\w/&#])#{number}\b", text) is not None
 
 
 def finding_view(d: Diagnostic) -> FindingView:
@@ -187,6 +195,7 @@ def exception_view(ctx: Context, w: m.Waiver, summaries: dict[str, str]) -> Exce
         lock=ctx.lock_link(w.lock) if w.lock else None,
         branch=w.branch,
         issue=ctx.issue(w.issue) if w.issue else None,
+        issue_in_text=bool(w.issue) and _names_issue(w.why, w.issue),
         why=w.why,
         waives=waives,
     )
@@ -200,6 +209,7 @@ def difference_views(ctx: Context) -> tuple[DifferenceView, ...]:
             title=sentence(d.title),
             why=d.why,
             issue=ctx.issue(d.issue) if d.issue else None,
+            issue_in_text=bool(d.issue) and _names_issue(d.why, d.issue),
             paths=tuple(ctx.path_link(p) for p in d.paths),
             locks=tuple(ctx.lock_link(lk) for lk in d.locks),
         )

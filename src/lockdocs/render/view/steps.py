@@ -40,6 +40,9 @@ class StepView:
     ordinal: str | None = None
     held: tuple[Link, ...] = ()
     held_known: bool = True
+    in_transaction: bool = True  # for a run: a transaction is open where it runs
+    opens_own: bool = False  # for a run: the path it runs opens transactions of its own
+    code_like: bool = False  # for a call: the label is an identifier, not words
 
 
 Located = dict[tuple[str, int, int], list[Event]]
@@ -51,6 +54,7 @@ class StepLines:
     def __init__(self, ctx: Context, p: m.Path, own: list[Event], txs: dict[str, TxView]) -> None:
         self.ctx = ctx
         self.txs = txs
+        self.held_marks: dict[tuple[str, int, int], str] = {}  # take -> never|always|sometimes
         self.by_loc: Located = {}
         for e in own:
             loc = e.location
@@ -75,8 +79,10 @@ class StepLines:
         out: list[StepView],
         start: int = 1,
         in_loop: bool = False,
-    ) -> None:
-        """Append the list lines of `steps` at `depth`; loops and branches nest."""
+        open_tx: bool = True,
+    ) -> bool:
+        """Append the list lines of `steps` at `depth`; loops and branches nest. `open_tx`
+        says whether a transaction is open before them; returns whether one is open after."""
         ctx = self.ctx
         indent = "    " * depth
         for n, step in enumerate(steps, start):
@@ -96,10 +102,11 @@ class StepLines:
                         note=step.note,
                     )
                 )
-                self.steps(step.steps, depth + 1, out, in_loop=True)
+                open_tx = self.steps(step.steps, depth + 1, out, in_loop=True, open_tx=open_tx)
             elif isinstance(step, m.Branches):
                 out.append(StepView(kind="branches", indent=indent, marker=marker, note=step.note))
                 inner = "    " * (depth + 1)
+                after = False
                 for name, alt in step.alternatives:
                     out.append(
                         StepView(
@@ -109,9 +116,15 @@ class StepLines:
                             label=name,
                         )
                     )
-                    self.steps(alt, depth + 2, out, in_loop=in_loop)
+                    after = (
+                        self.steps(alt, depth + 2, out, in_loop=in_loop, open_tx=open_tx) or after
+                    )
+                open_tx = after
             elif isinstance(step, m.Run):
                 callee = ctx.model.paths.get(step.path)
+                opens = callee is not None and any(
+                    isinstance(s, m.Begin) for s in walk(callee.steps)
+                )
                 out.append(
                     StepView(
                         kind="run",
@@ -120,12 +133,21 @@ class StepLines:
                         target=ctx.path_link(step.path),
                         target_title=callee.title if callee else step.path,
                         note=step.note,
+                        in_transaction=open_tx,
+                        opens_own=opens,
                     )
                 )
+                if opens and callee is not None:
+                    open_tx = _ends_open(callee.steps, open_tx)
             elif isinstance(step, m.Call):
                 out.append(
                     StepView(
-                        kind="call", indent=indent, marker=marker, label=step.name, note=step.note
+                        kind="call",
+                        indent=indent,
+                        marker=marker,
+                        label=step.name,
+                        note=step.note,
+                        code_like=" " not in step.name.strip(),
                     )
                 )
             elif isinstance(step, m.External):
@@ -169,8 +191,14 @@ class StepLines:
                         note=step.note,
                     )
                 )
+                open_tx = True
             elif isinstance(step, m.End):
-                held, known = self.held_at(evs, released_only=step.how != "leave_open")
+                # A commit or rollback releases every transaction-scoped lock (the page says so
+                # once); the line names only what outlives it.
+                held, known = (
+                    self.held_at(evs) if step.how == "leave_open" else self.kept_after(evs)
+                )
+                open_tx = step.how == "leave_open"
                 out.append(
                     StepView(
                         kind=step.how,
@@ -192,6 +220,7 @@ class StepLines:
                         note=step.note,
                     )
                 )
+        return open_tx
 
     def begin_ordinal(self, numbers: list[int], in_loop: bool) -> str:
         """'a second' from the analysis' transaction numbers; a loop's passes are unrolled
@@ -213,6 +242,8 @@ class StepLines:
             held_before = "sometimes"
         else:
             held_before = "always"
+        loc = step.location
+        self.held_marks[(loc.file, loc.line, loc.column)] = held_before
         upgrade_from = None
         for e in evs:
             if e.kind == "upgrade":
@@ -238,20 +269,38 @@ class StepLines:
             upgrade_from=upgrade_from,
         )
 
-    def held_at(
-        self, evs: list[Event], *, released_only: bool = False
-    ) -> tuple[tuple[Link, ...], bool]:
-        """The locks held at a step on any branch (acquisition order), and whether it is known;
-        `released_only` keeps the ones a commit or rollback releases (not session-scoped ones)."""
+    def held_at(self, evs: list[Event]) -> tuple[tuple[Link, ...], bool]:
+        """The locks held at a step on any branch (acquisition order), and whether it is known."""
+        if not evs:
+            return (), False
+        seen: dict[str, None] = {}
+        for e in evs:
+            for h in e.held:
+                seen.setdefault(h.lock, None)
+        return tuple(self.ctx.lock_link(lid) for lid in seen), True
+
+    def kept_after(self, evs: list[Event]) -> tuple[tuple[Link, ...], bool]:
+        """The locks a commit or rollback does not release: session-scoped and in-process."""
         if not evs:
             return (), False
         seen: dict[str, None] = {}
         for e in evs:
             for h in e.held:
                 lock = self.ctx.model.locks.get(h.lock)
-                if released_only and (
-                    lock is None or lock.kind == "memory" or lock.scope == "session"
-                ):
-                    continue
-                seen.setdefault(h.lock, None)
+                if lock is not None and (lock.kind == "memory" or lock.scope == "session"):
+                    seen.setdefault(h.lock, None)
         return tuple(self.ctx.lock_link(lid) for lid in seen), True
+
+
+def _ends_open(steps: tuple[m.Step, ...], open_tx: bool) -> bool:
+    """Whether a transaction is open after these steps (structurally; branches: any)."""
+    for s in steps:
+        if isinstance(s, m.Begin):
+            open_tx = True
+        elif isinstance(s, m.End):
+            open_tx = s.how == "leave_open"
+        elif isinstance(s, m.Loop):
+            open_tx = _ends_open(s.steps, open_tx)
+        elif isinstance(s, m.Branches):
+            open_tx = any(_ends_open(alt, open_tx) for _, alt in s.alternatives)
+    return open_tx

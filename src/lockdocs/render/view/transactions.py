@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from lockdocs import model as m
 from lockdocs.render.escape import Link
-from lockdocs.render.view.base import Context, tx_anchor, walk
+from lockdocs.render.view.base import Context, tx_anchor
 from lockdocs.render.words import mode_label
 
 
@@ -26,18 +26,11 @@ class TxView:
     bounded: bool
     on_timeout: str | None
     notes: str | None
-    used_by: tuple[Link, ...]
 
 
 def tx_view(ctx: Context, tk: m.TransactionKind) -> TxView:
     """One transaction kind and the paths that use it."""
-    model = ctx.model
-    users = [pid for pid, p in model.paths.items() if p.transaction == tk.id and p.standalone]
-    for pid, p in model.paths.items():
-        for step in walk(p.steps):
-            if isinstance(step, m.Begin) and step.transaction == tk.id:
-                users.append(pid)
-    first = model.locks.get(tk.first_lock) if tk.first_lock else None
+    first = ctx.model.locks.get(tk.first_lock) if tk.first_lock else None
     return TxView(
         id=tk.id,
         anchor=tx_anchor(tk.id),
@@ -53,7 +46,6 @@ def tx_view(ctx: Context, tk: m.TransactionKind) -> TxView:
         bounded=tk.lock_timeout is not None,
         on_timeout=tk.on_timeout,
         notes=tk.notes,
-        used_by=ctx.by_page_order(users),
     )
 
 
