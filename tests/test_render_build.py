@@ -119,6 +119,32 @@ def test_build_twice_is_byte_identical(built: Path, tmp_path: Path) -> None:
 
 
 @needs_dot
+def test_a_rebuild_draws_only_the_diagrams_whose_dot_changed(
+    built: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import lockdocs.render.svg as svg_mod
+
+    drawn: list[str] = []
+    real = svg_mod.render_svg
+
+    def counting(dot_text: str, dot_binary: str | None = None) -> str:
+        drawn.append(dot_text.splitlines()[0])
+        return real(dot_text, dot_binary)
+
+    monkeypatch.setattr(svg_mod, "render_svg", counting)
+    assert api_build(built, out=io.StringIO(), err=io.StringIO()) == 0
+    assert drawn == [], "every SVG on disk was drawn from its current DOT"
+    paths = built / "paths" / "maintenance.yaml"
+    paths.write_text(paths.read_text().replace("title: Warm the cache", "title: Warm caches"))
+    assert api_build(built, out=io.StringIO(), err=io.StringIO()) == 0
+    # the path's own diagram, and the lock-order diagram whose arrows carry the path's title
+    assert sorted(drawn) == [
+        "// lockdocs-title: Lock order: Cache warm-up, Name registry, Audit log, Price import",
+        "// lockdocs-title: Warm caches: its steps in order",
+    ]
+
+
+@needs_dot
 def test_an_edited_fact_is_drift_with_a_diff_naming_the_file(built: Path) -> None:
     locks = built / "locks.yaml"
     locks.write_text(locks.read_text().replace("title: Stock row", "title: Stock level row"))

@@ -457,6 +457,30 @@ def write_files(root: Path, files: dict[str, str]) -> tuple[list[str], list[str]
     return sorted(r for r in changed if r != MANIFEST), sorted(stale)
 
 
+def _draw(root: Path, files: dict[str, str]) -> dict[str, str]:
+    """An SVG for every DOT: the one on disk when its stamp says it was drawn from this very
+    DOT, else drawn now; the new ones in a few `dot` processes at once (a page has one diagram
+    per path, and most builds change few of them)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from lockdocs.render.svg import dot_hash, render_svg, svg_stamp
+
+    out: dict[str, str] = {}
+    todo: list[str] = []
+    for rel in (r for r in files if r.endswith(".dot")):
+        old = _read(root / _svg_path(rel))
+        if old is not None and svg_stamp(old) == dot_hash(files[rel]):
+            out[_svg_path(rel)] = old
+        else:
+            todo.append(rel)
+    if todo:
+        workers = max(1, min(4, os.cpu_count() or 1, len(todo)))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            drawn = list(pool.map(lambda rel: render_svg(files[rel]), todo))
+        out.update({_svg_path(rel): svg_text for rel, svg_text in zip(todo, drawn, strict=True)})
+    return out
+
+
 def build(
     root: Path,
     model: m.Model,
@@ -472,7 +496,7 @@ def build(
 
     `svg` False writes the Markdown and the DOT only (no Graphviz needed); the page's images
     then have no file until a build with SVGs runs (check with --no-svg compares DOT only)."""
-    from lockdocs.render.svg import GraphvizError, render_svg
+    from lockdocs.render.svg import GraphvizError
     from lockdocs.report import REPORTERS
 
     out = out or sys.stdout
@@ -483,8 +507,8 @@ def build(
         err.write(REPORTERS["text"](exc.diagnostics, "cannot render the docs; nothing written"))
         return 2
     try:
-        for rel in [r for r in files if r.endswith(".dot") and svg]:
-            files[_svg_path(rel)] = render_svg(files[rel])
+        if svg:
+            files.update(_draw(root, files))
     except GraphvizError as exc:
         err.write(f"lockdocs: {exc}; nothing written\n")
         return 2 if exc.usage else 3
