@@ -94,7 +94,7 @@ def test_every_kind_of_output_is_valid(tmp_path: Path, case: str) -> None:
         root = tmp_path / "p"
         assert run_cli("init", str(root)).code == 0
         (root / "docs" / "database-locks.md").write_text("# edited\n", encoding="utf-8")
-        (root / "docs" / "database-locks" / "lock-order.svg").unlink()
+        (root / "docs" / "database-locks" / "legend.svg").unlink()
         doc = _sarif("--root", str(root))
         rules = sorted(r["ruleId"] for r in doc["runs"][0]["results"])
         assert rules == ["LD602", "LD603"]
