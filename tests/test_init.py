@@ -73,12 +73,112 @@ def test_schema_line_points_at_the_written_schema(tmp_path: Path) -> None:
         assert json.loads(target.read_text(encoding="utf-8")) == json.loads(printed)
 
 
-def test_init_prints_mkdocs_and_pre_commit_lines(tmp_path: Path) -> None:
+def test_init_prints_how_to_serve_and_the_pre_commit_lines(tmp_path: Path) -> None:
     out = lockdocs("init", cwd=tmp_path).stdout
-    assert "plugins:\n      - search\n      - lockdocs\n" in out
+    assert "The site: mkdocs.yml and docs/index.md are written; the page is in the nav.\n" in out
+    for serve in ("mkdocs serve", "properdocs serve", "zensical serve"):
+        assert serve in out, serve
     assert "      - id: lockdocs-check\n" in out
     assert "lockdocs check " in out  # no --root for the current folder
     assert "--root" not in out
+
+
+def test_init_writes_a_site_that_builds_strict(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    import yaml
+
+    proc = lockdocs("init", cwd=tmp_path)
+    assert "wrote mkdocs.yml\n" in proc.stdout and "wrote docs/index.md\n" in proc.stdout
+    config = yaml.safe_load((tmp_path / "mkdocs.yml").read_text(encoding="utf-8"))
+    assert config["site_name"] and config["theme"]["name"] == "material"
+    assert "attr_list" in config["markdown_extensions"]
+    assert {"Database locks": "database-locks.md"} in config["nav"]
+    build = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        check=False,
+        timeout=300,
+    )
+    assert build.returncode == 0, build.stderr
+    html = (tmp_path / "site" / "database-locks" / "index.html").read_text(encoding="utf-8")
+    assert 'id="lock-account-row"' in html and "{#" not in html
+    assert (tmp_path / "site" / "index.html").is_file(), "the site's root is not a 404"
+
+
+MINIMAL_MKDOCS = "site_name: Mine\nnav:\n  - Home: index.md\n"
+
+
+@pytest.mark.parametrize(
+    ("config", "printed"),
+    [
+        (
+            MINIMAL_MKDOCS,
+            "Add these lines to your mkdocs.yml, so the page builds with its anchors:\n\n"
+            "    markdown_extensions:\n"
+            "      - attr_list   # heading anchors such as {#lock-...}\n\n"
+            "    nav:\n"
+            "      - Database locks: database-locks.md\n",
+        ),
+        (
+            "site_name: Mine\nmarkdown_extensions:\n  - attr_list\n"
+            "  - pymdownx.emoji:\n      emoji_index: !!python/name:material.extensions.emoji.twemoji\n",
+            "Your mkdocs.yml already has what the page needs.\n",
+        ),
+        (
+            "site_name: Mine\ndocs_dir: site-src\nmarkdown_extensions: [attr_list]\n",
+            "Note: mkdocs.yml reads pages from site-src/, but lockdocs writes the page under "
+            "docs/; set docs_dir: docs\n",
+        ),
+    ],
+)
+def test_init_with_an_existing_mkdocs_yml_prints_exactly_what_to_add(
+    tmp_path: Path, config: str, printed: str
+) -> None:
+    (tmp_path / "mkdocs.yml").write_text(config, encoding="utf-8")
+    proc = lockdocs("init", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert printed in proc.stdout, proc.stdout
+    assert (tmp_path / "mkdocs.yml").read_text(encoding="utf-8") == config, "never rewritten"
+    assert not (tmp_path / "docs" / "index.md").exists()
+
+
+def test_following_the_printed_lines_makes_the_site_build(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "mkdocs.yml").write_text(MINIMAL_MKDOCS, encoding="utf-8")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.md").write_text("# Mine\n", encoding="utf-8")
+    out = lockdocs("init", cwd=tmp_path).stdout
+    block = out.split("anchors:\n\n", 1)[1].split("\n\n\n", 1)[0].split("\nServe", 1)[0]
+    added = "\n".join(line.removeprefix("    ") for line in block.splitlines()) + "\n"
+    text = (
+        (tmp_path / "mkdocs.yml")
+        .read_text(encoding="utf-8")
+        .replace("nav:\n  - Home: index.md\n", "")
+    )
+    (tmp_path / "mkdocs.yml").write_text(
+        text + added.replace("nav:\n", "nav:\n  - Home: index.md\n"), encoding="utf-8"
+    )
+    build = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "site")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        check=False,
+        timeout=300,
+    )
+    assert build.returncode == 0, build.stderr
+    html = (tmp_path / "site" / "database-locks" / "index.html").read_text(encoding="utf-8")
+    assert 'id="lock-account-row"' in html and "{#" not in html
 
 
 @pytest.mark.parametrize(

@@ -160,6 +160,8 @@ def _project(
     paths: dict[str, str] | None = None,
     plugin: str = "lockdocs",
     nav_extra: str = "",
+    extensions: str = "[tables, attr_list, md_in_html, admonition, pymdownx.details,\n"
+    "                              pymdownx.superfences, toc]",
 ) -> Path:
     (root / "paths").mkdir(parents=True)
     (root / "docs").mkdir()
@@ -173,8 +175,7 @@ def _project(
         theme: {{name: material, font: false}}
         plugins:
           - {plugin}
-        markdown_extensions: [tables, attr_list, md_in_html, admonition, pymdownx.details,
-                              pymdownx.superfences, toc]
+        markdown_extensions: {extensions}
         nav:
           - index.md
           - database-locks.md
@@ -203,6 +204,34 @@ def test_plugin_serves_the_page_from_the_current_declarations(tmp_path: Path) ->
     assert proc.returncode == 0, proc.stdout + proc.stderr
     html = (tmp_path / "site" / "database-locks" / "index.html").read_text(encoding="utf-8")
     assert "Journal row" in html and "Ledger row" not in html
+
+
+@pytest.mark.slow
+def test_plugin_refuses_a_site_without_attr_list(tmp_path: Path) -> None:
+    """Without attr_list MkDocs builds, strict or not, and every heading shows {#...}: the
+    plugin stops the build and says what to add."""
+    config = _project(tmp_path, extensions="[tables, toc]")
+    proc = _mkdocs_build(config, tmp_path / "site")
+    assert proc.returncode != 0
+    assert (
+        "lockdocs: the lock page database-locks.md needs the Markdown extension attr_list, "
+        "which mkdocs.yml does not enable; add it:\n"
+        "  markdown_extensions:\n"
+        "    - attr_list   # heading anchors such as {#lock-...}\n"
+    ) in proc.stderr
+    # without the plugin the same site builds strict, with broken anchors: what the check guards
+    plain = _project(tmp_path / "plain", extensions="[tables, toc]", plugin="search")
+    built = subprocess.run(
+        [sys.executable, "-m", "lockdocs", "build", "--root", str(tmp_path / "plain")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert built.returncode == 0, built.stderr
+    proc = _mkdocs_build(plain, tmp_path / "plain-site")
+    assert proc.returncode == 0, proc.stderr
+    html = (tmp_path / "plain-site" / "database-locks" / "index.html").read_text(encoding="utf-8")
+    assert "{#lock-" in html
 
 
 @pytest.mark.slow

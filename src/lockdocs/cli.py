@@ -271,7 +271,7 @@ def init(
     if scaffold.page_note:
         typer.echo(f"lockdocs: the page was not built ({scaffold.page_note})", err=True)
     typer.echo("")
-    sys.stdout.write(next_steps(directory))
+    sys.stdout.write(next_steps(directory, scaffold.advice))
 
 
 def main() -> None:

@@ -160,6 +160,26 @@ def render_project(project: _Project) -> tuple[dict[str, str], list[Path]]:
     return outputs, read
 
 
+def _require_extensions(outputs: dict[str, str], config: MkDocsConfig, project: _Project) -> None:
+    """Stop the build when the site lacks a Markdown extension the page relies on: without
+    attr_list every heading would show its {#anchor} and every in-page link would break, and
+    MkDocs would still build, strict or not."""
+    from lockdocs.site import missing
+
+    for rel, text in sorted(outputs.items()):
+        if not rel.endswith(".md"):
+            continue
+        lacking = missing(text, config["markdown_extensions"])
+        if lacking:
+            lines = "".join(f"    - {ext}   # {why}\n" for ext, why in lacking)
+            names = ", ".join(ext for ext, _ in lacking)
+            raise PluginError(
+                f"lockdocs: the lock page {project.prefix}{rel} needs the Markdown extension "
+                f"{names}, which mkdocs.yml does not enable; add it:\n"
+                f"  markdown_extensions:\n{lines}"
+            )
+
+
 class LockdocsPlugin(BasePlugin[LockdocsConfig]):  # type: ignore[no-untyped-call]
     """See the module docstring."""
 
@@ -191,6 +211,7 @@ class LockdocsPlugin(BasePlugin[LockdocsConfig]):  # type: ignore[no-untyped-cal
     def on_files(self, files: Files, /, *, config: MkDocsConfig) -> Files | None:
         for project in self._projects:
             outputs, read = render_project(project)
+            _require_extensions(outputs, config, project)
             self._watch.update(
                 file.parent if file.parent != project.root else file for file in read
             )

@@ -11,6 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lockdocs.site import Advice
 
 SCHEMA_DIR = ".lockdocs"
 
@@ -110,23 +114,6 @@ paths:
       - write: balance
 """
 
-MKDOCS_SNIPPET = """\
-plugins:
-  - search
-  - lockdocs
-
-markdown_extensions:   # what the page uses: tables, anchors, collapsible blocks
-  - tables
-  - attr_list
-  - admonition
-  - pymdownx.details
-  - toc:
-      permalink: true
-
-nav:
-  - Database locks: database-locks.md
-"""
-
 PRE_COMMIT_SNIPPET = """\
 repos:
   - repo: https://github.com/your-org/lockdocs   # wherever you get lockdocs from
@@ -140,11 +127,17 @@ class ScaffoldError(Exception):
     """A file init would write already exists (exit 2; nothing is written)."""
 
 
+PAGE = "database-locks.md"  # page.output in LOCKS_YAML
+PAGE_TITLE = "Database locks"
+
+
 @dataclass(frozen=True)
 class Scaffold:
     root: Path
     files: dict[str, bytes]  # relative posix path -> content, in the order they are written
     page_note: str = ""  # why the page was not built, when it was not
+    # What an existing mkdocs.yml lacks for the page (None: init writes a new mkdocs.yml).
+    advice: Advice | None = None
 
 
 def declarations() -> dict[str, bytes]:
@@ -196,8 +189,26 @@ def _built_page(files: dict[str, bytes]) -> tuple[dict[str, bytes], str]:
         }, ""
 
 
+def _site(root: Path, page: dict[str, bytes]) -> tuple[dict[str, bytes], Advice | None]:
+    """A complete mkdocs.yml (and a home page) when the folder has no mkdocs.yml; otherwise
+    nothing to write, and what the existing one lacks."""
+    from lockdocs.site import advise, index_md, mkdocs_yml
+
+    markdown = page.get(f"docs/{PAGE}", b"").decode("utf-8")
+    existing = root / "mkdocs.yml"
+    if existing.is_file():
+        return {}, advise(existing, markdown, PAGE, PAGE_TITLE)
+    name = root.resolve().name.replace("-", " ").replace("_", " ").strip() or "Documentation"
+    name = name[:1].upper() + name[1:]
+    files = {"mkdocs.yml": mkdocs_yml(name, PAGE).encode("utf-8")}
+    if not (root / "docs" / "index.md").exists():
+        files["docs/index.md"] = index_md(name, PAGE, PAGE_TITLE).encode("utf-8")
+    return files, None
+
+
 def make(root: Path) -> Scaffold:
-    """Every file init writes: the declarations, the schemas and, when it can be built, the page.
+    """Every file init writes: the declarations, the schemas, the page when it can be built,
+    and a site (mkdocs.yml, a home page) when the folder has none.
 
     Refuses before any build when a declaration file exists, and again for the page's files.
     """
@@ -205,7 +216,8 @@ def make(root: Path) -> Scaffold:
     refuse_existing(root, list(files))
     page, note = _built_page(files)
     refuse_existing(root, list(page))
-    return Scaffold(root, {**files, **page}, note)
+    site, advice = _site(root, page)
+    return Scaffold(root, {**files, **page, **site}, note, advice)
 
 
 def write(scaffold: Scaffold) -> list[Path]:
@@ -221,19 +233,36 @@ def write(scaffold: Scaffold) -> list[Path]:
     return written
 
 
-def next_steps(root: Path) -> str:
-    """What init prints: the files, then the lines to add to mkdocs.yml and pre-commit."""
+def next_steps(root: Path, advice: Advice | None = None) -> str:
+    """What init prints after the files: the two commands, the site (what was written, or what
+    to add to an existing mkdocs.yml), the three ways to serve it, and the pre-commit hook."""
     where = "" if root.resolve() == Path.cwd().resolve() else f" --root {root}"
-    return (
+    into = "" if not where else f" (in {root})"
+    out = (
         "Next:\n"
         f"  lockdocs check{where}    check the declarations, and that the page is current\n"
-        f"  lockdocs build{where}    rewrite docs/database-locks.md after each change\n"
+        f"  lockdocs build{where}    rewrite docs/{PAGE} after each change\n"
         "\n"
-        "Add the page to your MkDocs site (mkdocs.yml):\n\n"
-        + _indent(MKDOCS_SNIPPET)
-        + "\nRun the check before each commit (.pre-commit-config.yaml):\n\n"
+    )
+    if advice is None:
+        out += "The site: mkdocs.yml and docs/index.md are written; the page is in the nav.\n"
+    elif advice.add:
+        out += "Add these lines to your mkdocs.yml, so the page builds with its anchors:\n\n"
+        out += _indent(advice.add + "\n")
+    else:
+        out += "Your mkdocs.yml already has what the page needs.\n"
+    for note in advice.notes if advice else ():
+        out += f"Note: {note}\n"
+    out += (
+        f"\nServe the site{into}; mkdocs.yml works with each generator:\n"
+        "  MkDocs      pip install mkdocs-material              mkdocs serve\n"
+        "  ProperDocs  pip install properdocs mkdocs-material   properdocs serve\n"
+        "  Zensical    pip install zensical                     zensical serve\n"
+        "  (Zensical also reads the same settings from a zensical.toml.)\n"
+        "\nRun the check before each commit (.pre-commit-config.yaml):\n\n"
         + _indent(PRE_COMMIT_SNIPPET)
     )
+    return out
 
 
 def _indent(text: str) -> str:

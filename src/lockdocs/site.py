@@ -1,0 +1,162 @@
+"""What a site needs to show the lock page: the Markdown extensions the page relies on, the
+mkdocs.yml `lockdocs init` writes, and what an existing mkdocs.yml lacks.
+
+The page is plain Markdown plus attribute lists for its anchors (`## Account row {#lock-x}`),
+which MkDocs, ProperDocs and Zensical all read from mkdocs.yml's `markdown_extensions`. With
+`attr_list` off every generator still builds, strict or not, and every heading shows
+`{#lock-x}` while every in-page link is broken; so init writes it and the plugin refuses to
+build without it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# (extension, what the page uses it for, a pattern that finds that use in the page)
+_NEEDS = (
+    (
+        "attr_list",
+        "heading anchors such as {#lock-...}",
+        re.compile(r"^#{1,6} .*\{#[^}]+\}\s*$", re.M),
+    ),
+    ("tables", "the tables of locks, modes and edges", re.compile(r"^\|.*\|\s*$", re.M)),
+    ("admonition", "notes and warnings (!!! blocks)", re.compile(r"^!!! ", re.M)),
+    ("pymdownx.details", "folded sections (??? blocks)", re.compile(r"^\?\?\?\+? ", re.M)),
+    ("md_in_html", "Markdown inside HTML blocks", re.compile(r"<\w+[^>]*\bmarkdown=", re.M)),
+)
+# Extensions MkDocs (and ProperDocs) enable on their own; Zensical's defaults include them too.
+_BUILT_IN = frozenset({"toc", "tables", "fenced_code"})
+
+
+def needs(markdown: str) -> list[tuple[str, str]]:
+    """(extension, why) for each Markdown extension this page relies on."""
+    return [(ext, why) for ext, why, found in _NEEDS if found.search(markdown)]
+
+
+def enabled_extensions(config_extensions: Any) -> set[str]:
+    """The names in a markdown_extensions setting (a list of names or one-key mappings)."""
+    names: set[str] = set(_BUILT_IN)
+    for entry in config_extensions or ():
+        if isinstance(entry, str):
+            names.add(entry)
+        elif isinstance(entry, dict):
+            names.update(str(k) for k in entry)
+    # "markdown.extensions.attr_list" and "attr_list" are the same extension
+    return names | {n.removeprefix("markdown.extensions.") for n in names}
+
+
+def missing(markdown: str, config_extensions: Any) -> list[tuple[str, str]]:
+    have = enabled_extensions(config_extensions)
+    return [(ext, why) for ext, why in needs(markdown) if ext not in have]
+
+
+def mkdocs_yml(site_name: str, page: str) -> str:
+    """The mkdocs.yml init writes when there is none: enough for MkDocs, ProperDocs and
+    Zensical to build the page with its anchors, its tables and its diagrams."""
+    name = site_name.replace('"', "'")
+    return f"""\
+# The documentation site. MkDocs, ProperDocs and Zensical all read this file:
+#   mkdocs serve    properdocs serve    zensical serve
+site_name: "{name}"
+docs_dir: docs
+
+theme:
+  name: material
+  font: false   # no Google Fonts: the site makes no request of its own
+
+markdown_extensions:
+  - toc:
+      permalink: true   # an anchor link on every heading
+  - tables
+  - attr_list           # the page's anchors ({{#lock-...}}); without it they show as text
+  - admonition          # notes on the page
+  - pymdownx.details    # the details a first read does not need, folded (??? blocks)
+
+# The lockdocs plugin (MkDocs and ProperDocs) reloads the page as you edit the declarations
+# and warns when the committed page is stale. The site does not depend on it.
+plugins:
+  - search
+  - lockdocs
+
+nav:
+  - Home: index.md
+  - Database locks: {page}
+"""
+
+
+def index_md(site_name: str, page: str, title: str) -> str:
+    """A home page for a new site, so its root is not a 404."""
+    return f"# {site_name}\n\n[{title}]({page}): every lock, its key, and the order each code path takes them in.\n"
+
+
+@dataclass(frozen=True)
+class Advice:
+    """What an existing mkdocs.yml lacks for the page: YAML to add, and notes."""
+
+    add: str
+    notes: tuple[str, ...] = ()
+
+
+def _load_lenient(text: str) -> Any:
+    """mkdocs.yml as data, its !!python/name and !ENV tags read as plain values."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    def anything(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
+        if isinstance(node, yaml.ScalarNode):
+            return loader.construct_scalar(node)
+        if isinstance(node, yaml.SequenceNode):
+            return loader.construct_sequence(node)
+        return loader.construct_mapping(node)  # type: ignore[arg-type]
+
+    Loader.add_multi_constructor("", anything)
+    return yaml.load(text, Loader=Loader)  # a SafeLoader that knows every tag
+
+
+def advise(config_file: Path, page_markdown: str, page: str, title: str) -> Advice:
+    """What to add to an existing mkdocs.yml so the page builds with its anchors."""
+    import yaml
+
+    try:
+        config = _load_lenient(config_file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        reason = str(exc).splitlines()[0]
+        return Advice("", (f"cannot read {config_file.name} ({reason}); add attr_list yourself",))
+    if not isinstance(config, dict):
+        config = {}
+    blocks: list[str] = []
+    lacking = missing(page_markdown, config.get("markdown_extensions"))
+    if lacking:
+        lines = ["markdown_extensions:"]
+        lines += [f"  - {ext}   # {why}" for ext, why in lacking]
+        blocks.append("\n".join(lines))
+    nav = config.get("nav")
+    if isinstance(nav, list) and page not in _nav_pages(nav):
+        blocks.append(f"nav:\n  - {title}: {page}")
+    notes: list[str] = []
+    docs_dir = str(config.get("docs_dir", "docs")).rstrip("/")
+    if docs_dir not in ("docs", "./docs"):
+        notes.append(
+            f"{config_file.name} reads pages from {docs_dir}/, but lockdocs writes the page under "
+            "docs/; set docs_dir: docs"
+        )
+    return Advice("\n\n".join(blocks), tuple(notes))
+
+
+def _nav_pages(nav: Any) -> set[str]:
+    out: set[str] = set()
+    stack = [nav]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            out.add(item)
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+    return out
