@@ -119,19 +119,20 @@ MINIMAL_MKDOCS = "site_name: Mine\nnav:\n  - Home: index.md\n"
     [
         (
             MINIMAL_MKDOCS,
-            "Add these lines to your mkdocs.yml, so the page builds with its anchors:\n\n"
+            "Add these lines to your mkdocs.yml, so the page builds as it should:\n\n"
             "    markdown_extensions:\n"
-            "      - attr_list   # heading anchors such as {#lock-...}\n\n"
+            "      - attr_list   # heading anchors such as {#lock-...}\n"
+            "      - pymdownx.details   # folded sections (??? blocks)\n\n"
             "    nav:\n"
             "      - Database locks: database-locks.md\n",
         ),
         (
-            "site_name: Mine\nmarkdown_extensions:\n  - attr_list\n"
+            "site_name: Mine\nmarkdown_extensions:\n  - attr_list\n  - pymdownx.details\n"
             "  - pymdownx.emoji:\n      emoji_index: !!python/name:material.extensions.emoji.twemoji\n",
             "Your mkdocs.yml already has what the page needs.\n",
         ),
         (
-            "site_name: Mine\ndocs_dir: site-src\nmarkdown_extensions: [attr_list]\n",
+            "site_name: Mine\ndocs_dir: site-src\nmarkdown_extensions: [attr_list, pymdownx.details]\n",
             "Note: mkdocs.yml reads pages from site-src/, but lockdocs writes the page under "
             "docs/; set docs_dir: docs\n",
         ),
@@ -157,7 +158,7 @@ def test_following_the_printed_lines_makes_the_site_build(tmp_path: Path) -> Non
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "index.md").write_text("# Mine\n", encoding="utf-8")
     out = lockdocs("init", cwd=tmp_path).stdout
-    block = out.split("anchors:\n\n", 1)[1].split("\n\n\n", 1)[0].split("\nServe", 1)[0]
+    block = out.split("as it should:\n\n", 1)[1].split("\n\n\n", 1)[0].split("\nServe", 1)[0]
     added = "\n".join(line.removeprefix("    ") for line in block.splitlines()) + "\n"
     text = (
         (tmp_path / "mkdocs.yml")

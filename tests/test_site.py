@@ -210,7 +210,7 @@ def test_plugin_serves_the_page_from_the_current_declarations(tmp_path: Path) ->
 def test_plugin_refuses_a_site_without_attr_list(tmp_path: Path) -> None:
     """Without attr_list MkDocs builds, strict or not, and every heading shows {#...}: the
     plugin stops the build and says what to add."""
-    config = _project(tmp_path, extensions="[tables, toc]")
+    config = _project(tmp_path, extensions="[tables, toc, admonition, pymdownx.details]")
     proc = _mkdocs_build(config, tmp_path / "site")
     assert proc.returncode != 0
     assert (
@@ -220,7 +220,11 @@ def test_plugin_refuses_a_site_without_attr_list(tmp_path: Path) -> None:
         "    - attr_list   # heading anchors such as {#lock-...}\n"
     ) in proc.stderr
     # without the plugin the same site builds strict, with broken anchors: what the check guards
-    plain = _project(tmp_path / "plain", extensions="[tables, toc]", plugin="search")
+    plain = _project(
+        tmp_path / "plain",
+        extensions="[tables, toc, admonition, pymdownx.details]",
+        plugin="search",
+    )
     built = subprocess.run(
         [sys.executable, "-m", "lockdocs", "build", "--root", str(tmp_path / "plain")],
         capture_output=True,

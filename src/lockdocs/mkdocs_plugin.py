@@ -172,10 +172,15 @@ def _require_extensions(outputs: dict[str, str], config: MkDocsConfig, project: 
         lacking = missing(text, config["markdown_extensions"])
         if lacking:
             lines = "".join(f"    - {ext}   # {why}\n" for ext, why in lacking)
-            names = ", ".join(ext for ext, _ in lacking)
+            names = [ext for ext, _ in lacking]
+            these = (
+                f"extension {names[0]}, which mkdocs.yml does not enable; add it"
+                if len(names) == 1
+                else f"extensions {', '.join(names[:-1])} and {names[-1]}, which mkdocs.yml "
+                "does not enable; add them"
+            )
             raise PluginError(
-                f"lockdocs: the lock page {project.prefix}{rel} needs the Markdown extension "
-                f"{names}, which mkdocs.yml does not enable; add it:\n"
+                f"lockdocs: the lock page {project.prefix}{rel} needs the Markdown {these}:\n"
                 f"  markdown_extensions:\n{lines}"
             )
 

@@ -247,7 +247,7 @@ def next_steps(root: Path, advice: Advice | None = None) -> str:
     if advice is None:
         out += "The site: mkdocs.yml and docs/index.md are written; the page is in the nav.\n"
     elif advice.add:
-        out += "Add these lines to your mkdocs.yml, so the page builds with its anchors:\n\n"
+        out += "Add these lines to your mkdocs.yml, so the page builds as it should:\n\n"
         out += _indent(advice.add + "\n")
     else:
         out += "Your mkdocs.yml already has what the page needs.\n"
