@@ -15,9 +15,11 @@ from lockdocs.keys import key_sql
 EXPORT_VERSION = 1
 
 
-def _key_text(kt: m.KeyText | int | None) -> Any:
+def _key_text(kt: m.KeyText | m.IntegerPart | int | None) -> Any:
     if kt is None or isinstance(kt, int):
         return kt
+    if isinstance(kt, m.IntegerPart):
+        return {"integer": {"of": kt.of, "bits": kt.bits}}
     return {
         "text": kt.text,
         "prefix": kt.prefix,
@@ -45,8 +47,12 @@ def key_json(key: m.Key) -> dict[str, Any]:
             if key.construction == "int4pair"
             else None
         ),
+        "integer": (
+            {"of": key.integer.of, "bits": key.integer.bits} if key.integer is not None else None
+        ),
         "function": key.function,
         "algorithm": key.algorithm,
+        "multiplier": key.multiplier,
         "value": key.value,
         "int4_pair_value": list(key.pair) if key.pair else None,
         "tag": list(key.tag) if key.tag else None,
@@ -67,11 +73,14 @@ def lock_json(lock: m.Lock) -> dict[str, Any]:
         "queue": lock.queue,
         "singleton": lock.singleton,
         "referenced_by_foreign_keys": lock.referenced_by_foreign_keys,
+        "references": [{"table": r.table, "column": r.column} for r in lock.references],
         "instance_order": lock.instance_order,
+        "cluster_wide": lock.cluster_wide,
         "backends": [
             {
                 "name": b.name,
                 "kind": b.kind,
+                "scope": b.scope,
                 "table": b.table,
                 "mode": b.mode,
                 "how": b.how,
@@ -118,6 +127,7 @@ def _step_body(step: m.Step) -> dict[str, Any]:
             "order": step.order,
             "option": step.option,
             "implicit": step.implicit,
+            "derived": step.derived,
             "line": line,
         }
     if isinstance(step, m.Loop):
@@ -148,6 +158,10 @@ def _step_body(step: m.Step) -> dict[str, Any]:
         return {
             "type": "write",
             "what": step.what,
+            "insert": step.insert,
+            "update": step.update,
+            "columns": list(step.columns),
+            "instance": step.instance,
             "via": list(step.via),
             "note": step.note,
             "line": line,
@@ -219,6 +233,7 @@ def export_model(model: m.Model) -> dict[str, Any]:
             "output": model.page.output,
         },
         "issue_url": model.issue_url,
+        "replicas": [{"backend": backend, "replicas": n} for backend, n in model.replicas],
         "locks": [lock_json(lk) for lk in model.locks.values()],
         "transactions": [
             {
@@ -229,6 +244,7 @@ def export_model(model: m.Model) -> dict[str, Any]:
                 "isolation": t.isolation,
                 "lock_timeout": t.lock_timeout or "none",
                 "on_timeout": t.on_timeout,
+                "database": t.database,
                 "notes": t.notes,
             }
             for t in model.transactions.values()

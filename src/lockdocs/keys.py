@@ -7,26 +7,77 @@ from the two-int4 one.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from lockdocs import pghash
 from lockdocs.diagnostics import Diagnostic, Severity
 from lockdocs.load import Document
-from lockdocs.model import Key, KeyText
+from lockdocs.model import IntegerPart, Key, KeyText
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
 
-def _sha256_mod_2_63(text: str) -> int:
+def _sha256_mod_2_63(data: bytes) -> int:
     import hashlib
 
-    return int(hashlib.sha256(text.encode("utf-8")).hexdigest(), 16) % (2**63)
+    return int(hashlib.sha256(data).hexdigest(), 16) % (2**63)
+
+
+def _crc32(data: bytes) -> int:
+    import zlib
+
+    return zlib.crc32(data)  # the IEEE polynomial, as Go's crc32.ChecksumIEEE and Ruby's Zlib
+
+
+def fnv1a(data: bytes, bits: int) -> int:
+    """FNV-1a with the standard offset basis and prime of its width."""
+    if bits == 32:
+        h, prime, mask = 0x811C9DC5, 0x01000193, 0xFFFFFFFF
+    else:
+        h, prime, mask = 0xCBF29CE484222325, 0x100000001B3, 0xFFFFFFFFFFFFFFFF
+    for byte in data:
+        h = ((h ^ byte) * prime) & mask
+    return h
 
 
 # Application-side key functions lockdocs can reproduce, so their fixed keys join the exact
-# collision check (dstack's string_to_lock_id is the first).
-APPLICATION_HASHES = {"sha256 mod 2^63": _sha256_mod_2_63}
+# collision check: dstack's string_to_lock_id, Rails' and golang-migrate's CRC-32 times a salt,
+# FNV-1a. Each gives an unsigned integer of its width.
+APPLICATION_HASHES: dict[str, tuple[Callable[[bytes], int], int]] = {
+    "sha256 mod 2^63": (_sha256_mod_2_63, 63),
+    "crc32": (_crc32, 32),
+    "fnv-1a 32": (lambda data: fnv1a(data, 32), 32),
+    "fnv-1a 64": (lambda data: fnv1a(data, 64), 64),
+}
+
+
+def application_value(
+    algorithm: str, text: str, multiplier: int | None, bits: int | None, signed: bool | None
+) -> int | None:
+    """The bigint an application hash gives for a fixed text: the hash, times the multiplier,
+    in arithmetic of `bits` bits (64 by default: Rails' crc32 * salt; 32 for golang-migrate's
+    uint32), read signed when asked (by default at 64 bits, as a cast to int64 does). None
+    when the result cannot be a bigint."""
+    fn, _ = APPLICATION_HASHES[algorithm]
+    size = bits or 64
+    value = fn(text.encode("utf-8"))
+    if multiplier is not None:
+        value *= multiplier
+    value %= 1 << size
+    if (signed if signed is not None else size == 64) and value >= 1 << (size - 1):
+        value -= 1 << size
+    if not INT64_MIN <= value <= INT64_MAX:
+        return None
+    return value
+
+
+def hash_width(algorithm: str | None) -> int | None:
+    """Bits of entropy of a named application hash (None for one lockdocs does not know)."""
+    if algorithm in APPLICATION_HASHES:
+        return APPLICATION_HASHES[algorithm][1]
+    return None
 
 
 def _text(raw: dict[str, Any]) -> KeyText:
@@ -85,10 +136,18 @@ def _check_text(kt: KeyText, doc: Document, path: tuple[str | int, ...]) -> list
     return out
 
 
-def _int4(value: KeyText | int | None) -> int | None:
+def _half(raw: Any) -> KeyText | IntegerPart | int:
+    if isinstance(raw, int):
+        return raw
+    if "integer" in raw:
+        return IntegerPart(str(raw["integer"]["of"]), 32)
+    return _text(raw)
+
+
+def _int4(value: KeyText | IntegerPart | int | None) -> int | None:
     if isinstance(value, int):
         return value
-    if value is not None and value.fixed and value.text is not None:
+    if isinstance(value, KeyText) and value.fixed and value.text is not None:
         return pghash.hashtext(value.text)
     return None
 
@@ -162,6 +221,9 @@ def resolve_key(
             ),
             diags,
         )
+    if construction == "integer":
+        raw_int = IntegerPart(str(body["of"]), int(body.get("bits", 64)))
+        return Key("integer", integer=raw_int), diags
     if construction == "application":
         kt = _text(body)
         if kt.text is None and not kt.parts:
@@ -175,26 +237,64 @@ def resolve_key(
                 )
             )
         algorithm = body.get("algorithm")
+        multiplier = body.get("multiplier")
+        bits = body.get("bits")
+        signed = body.get("signed")
+        if bits is not None and bits > 64:
+            diags.append(
+                Diagnostic(
+                    "LD003",
+                    Severity.ERROR,
+                    f"an advisory key has at most 64 bits, not {bits}",
+                    doc.loc((*path, construction, "bits")),
+                    "give the width of the application's arithmetic: 32 or 64",
+                )
+            )
+            bits = None
+        if multiplier is not None and algorithm not in APPLICATION_HASHES:
+            diags.append(
+                Diagnostic(
+                    "LD003",
+                    Severity.ERROR,
+                    "multiplier: applies to a named algorithm only",
+                    doc.loc((*path, construction, "multiplier")),
+                    "name the hash: algorithm: " + " | ".join(APPLICATION_HASHES),
+                )
+            )
         value = tag = None
         if kt.fixed and kt.text is not None and algorithm in APPLICATION_HASHES:
-            value = APPLICATION_HASHES[algorithm](kt.text)
-            tag = pghash.bigint_to_tag(value)
+            value = application_value(algorithm, kt.text, multiplier, bits, signed)
+            if value is None:
+                diags.append(
+                    Diagnostic(
+                        "LD003",
+                        Severity.ERROR,
+                        f"'{kt.text}' hashes to an unsigned value above 2^63-1: no bigint holds it",
+                        doc.loc((*path, construction), key=True),
+                        "the code must read it signed (signed: true), or use fewer bits",
+                    )
+                )
+            else:
+                tag = pghash.bigint_to_tag(value)
         return (
             Key(
                 "application",
                 text=kt,
                 function=body.get("function"),
                 algorithm=algorithm,
-                declared_bits=body.get("bits"),
+                declared_bits=bits,
+                multiplier=multiplier,
+                signed=signed,
                 value=value,
                 tag=tag,
             ),
             diags,
         )
     # int4pair
-    first = body["first"] if isinstance(body["first"], int) else _text(body["first"])
-    second = body["second"] if isinstance(body["second"], int) else _text(body["second"])
+    first, second = _half(body["first"]), _half(body["second"])
     for name, part in (("first", first), ("second", second)):
+        if isinstance(part, IntegerPart):
+            continue
         if isinstance(part, int):
             if not INT32_MIN <= part <= INT32_MAX:
                 diags.append(
@@ -239,18 +339,26 @@ def key_sql(key: Key) -> str:
         return _text_sql("hashtextextended", key.text)
     if key.construction == "hashtext" and key.text is not None:
         return _text_sql("hashtext", key.text) + "::bigint"
+    if key.construction == "integer" and key.integer is not None:
+        return f"<{key.integer.of}>::bigint"
     if key.construction == "application" and key.text is not None:
         inner = _text_sql("hashtext", key.text)[len("hashtext(") : -1]
-        return f"{key.function}({inner})"
+        out = f"{key.function}({inner})"
+        if key.multiplier is not None:
+            out += f" * {key.multiplier}"
+        return out
     if key.construction == "constant":
         if key.constant_bytes is not None:
             return f"the bytes of '{key.constant_bytes}' as a bigint"
         return str(key.constant_value)
     halves = []
     for part in (key.first, key.second):
-        halves.append(
-            str(part) if isinstance(part, int) or part is None else _text_sql("hashtext", part)
-        )
+        if isinstance(part, IntegerPart):
+            halves.append(f"<{part.of}>")
+        elif isinstance(part, KeyText):
+            halves.append(_text_sql("hashtext", part))
+        else:
+            halves.append(str(part))
     return "(" + ", ".join(halves) + ")"
 
 

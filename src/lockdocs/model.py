@@ -31,19 +31,31 @@ class KeyText:
 
 
 @dataclass(frozen=True)
+class IntegerPart:
+    """A raw integer used as (part of) a key as it is: an oid, a serial id."""
+
+    of: str
+    bits: int = 64
+
+
+@dataclass(frozen=True)
 class Key:
     """How an advisory key is built; `value` is the exact bigint when it is computable."""
 
-    construction: str  # hashtextextended | hashtext | constant | int4pair | application
+    # hashtextextended | hashtext | constant | integer | int4pair | application
+    construction: str
     text: KeyText | None = None
+    integer: IntegerPart | None = None  # integer keys
     constant_value: int | None = None
     constant_bytes: str | None = None
     constant_name: str | None = None
     function: str | None = None  # application keys
     algorithm: str | None = None
     declared_bits: int | None = None
-    first: KeyText | int | None = None
-    second: KeyText | int | None = None
+    multiplier: int | None = None
+    signed: bool | None = None
+    first: KeyText | IntegerPart | int | None = None
+    second: KeyText | IntegerPart | int | None = None
     # Derived: the bigint (or for int4pair, None) and the Postgres lock tag when fixed.
     value: int | None = None
     pair: tuple[int, int] | None = None
@@ -59,10 +71,14 @@ class Key:
 
     @property
     def bits(self) -> int:
+        """Bits of entropy a family of this key spreads over."""
         if self.construction == "hashtext":
             return 32
+        if self.construction == "integer" and self.integer is not None:
+            return self.integer.bits
         if self.construction == "application":
-            return self.declared_bits or 64
+            width = {"crc32": 32, "fnv-1a 32": 32}.get(self.algorithm or "", 64)
+            return min(self.declared_bits or 64, width)
         return 64
 
 
@@ -74,6 +90,7 @@ class Backend:
     mode: str | None = None
     how: str | None = None
     isolation: str | None = None
+    scope: str | None = None  # derived: the lock's scope on this backend
 
 
 @dataclass(frozen=True)
@@ -102,7 +119,7 @@ class Lock:
     id: str
     title: str
     kind: str  # advisory | row | table | memory
-    scope: str  # transaction | session
+    scope: str  # transaction | session | process (memory locks only)
     location: Location
     key: Key | None = None
     table: str | None = None
@@ -115,6 +132,8 @@ class Lock:
     references: tuple[Reference, ...] = ()
     singleton: bool = False
     instance_order: str | None = None
+    # The key names an object of the whole cluster (a role), not of one database.
+    cluster_wide: bool = False
     backends: tuple[Backend, ...] = ()
     takers: tuple[Taker, ...] = ()
     serializes: str | None = None
@@ -132,6 +151,13 @@ class Lock:
             return self.modes[0][0]
         return None
 
+    def on(self, backend: str | None) -> tuple[str, str]:
+        """The lock's (kind, scope) on a backend."""
+        for b in self.backends:
+            if b.name == backend:
+                return b.kind, b.scope or self.scope
+        return self.kind, self.scope
+
 
 @dataclass(frozen=True)
 class TransactionKind:
@@ -145,6 +171,7 @@ class TransactionKind:
     lock_timeout: str | None = None  # None: no bound ("none")
     on_timeout: str | None = None
     notes: str | None = None
+    database: str | None = None  # None: the one default database
 
 
 # --- paths -------------------------------------------------------------------------------------
@@ -164,6 +191,8 @@ class Take:
     implicit: str | None = None
     changes_key: bool = False
     backend: str | None = None
+    # A take the declarations imply (a foreign-key check): what it is derived from.
+    derived: str | None = None
 
 
 @dataclass(frozen=True)
@@ -215,6 +244,10 @@ class Write:
     via: tuple[str, ...] = ()
     note: str | None = None
     backend: str | None = None
+    insert: str | None = None  # the table it inserts into
+    update: str | None = None  # the table it updates
+    columns: tuple[str, ...] = ()  # with update: the columns it sets
+    instance: str | None = None  # the parent row it references, by instance name
 
 
 @dataclass(frozen=True)
@@ -357,6 +390,12 @@ class Model:
     rules_url: str | None = None  # the rules reference page, for links per rule (SARIF)
     files: tuple[str, ...] = ()
     code: tuple[CodeGlob, ...] = ()
+    # Server processes per backend (None: every backend); 1 unless locks.yaml says replicas:.
+    replicas: tuple[tuple[str | None, int], ...] = ()
+
+    def replicas_on(self, backend: str | None) -> int:
+        found = dict(self.replicas)
+        return found.get(backend, found.get(None, 1))
 
     def issue_link(self, number: int) -> str | None:
         if not self.issue_url:

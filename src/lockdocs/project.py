@@ -136,13 +136,14 @@ class _Resolver:
                     "LD003",
                     loc,
                     f"advisory lock '{lid}' declares no key",
-                    "add key: with hashtextextended, hashtext, constant or int4pair",
+                    "add key: with hashtextextended, hashtext, constant, integer, application "
+                    "or int4pair",
                 )
             if kind in ("row", "table") and not raw.get("table"):
                 self.err(
                     "LD003", loc, f"{kind} lock '{lid}' names no table", "add table: schema.name"
                 )
-            scope = raw.get("scope") or ("session" if kind == "memory" else "transaction")
+            scope = self.scope(lid, kind, raw)
             singleton = raw.get("singleton")
             if singleton is None:
                 singleton = bool(key is not None and key.fixed) or kind == "table"
@@ -170,7 +171,13 @@ class _Resolver:
                 )
             backends = tuple(
                 m.Backend(
-                    name, b["kind"], b.get("table"), b.get("mode"), b.get("how"), b.get("isolation")
+                    name,
+                    b["kind"],
+                    b.get("table"),
+                    b.get("mode"),
+                    b.get("how"),
+                    b.get("isolation"),
+                    self.backend_scope(lid, name, b, scope),
                 )
                 for name, b in (raw.get("backends") or {}).items()
             )
@@ -201,6 +208,7 @@ class _Resolver:
                 references=self.references(lid, kind, raw),
                 singleton=bool(singleton),
                 instance_order=(raw.get("instances") or {}).get("order"),
+                cluster_wide=self.cluster_wide(lid, kind, raw),
                 backends=backends,
                 takers=tuple(takers),
                 serializes=raw.get("serializes"),
@@ -208,6 +216,76 @@ class _Resolver:
                 issues=tuple(raw.get("issues") or ()),
             )
         return out
+
+    def scope(self, lid: str, kind: str, raw: dict[str, Any]) -> str:
+        """A memory lock is process-local unless it says session; only memory locks can be."""
+        scope = raw.get("scope")
+        if scope is None:
+            return "process" if kind == "memory" else "transaction"
+        where = self.ld.loc(("locks", lid, "scope"))
+        if scope == "process" and kind != "memory":
+            self.err(
+                "LD003",
+                where,
+                f"a {kind} lock lives in the database, not in one process",
+                "scope: process is for kind: memory; use transaction or session",
+            )
+        if scope == "transaction" and kind == "memory":
+            self.err(
+                "LD003",
+                where,
+                "a memory lock is not released by a commit, so it is not transaction-scoped",
+                "use scope: process (one server process, the default) or session (a lock "
+                "every process shares)",
+            )
+        return str(scope)
+
+    def backend_scope(self, lid: str, name: str, raw: dict[str, Any], scope: str) -> str:
+        declared = raw.get("scope")
+        kind = raw["kind"]
+        if declared is None:
+            if kind == "memory":
+                return scope if scope in ("process", "session") else "process"
+            return scope if scope in ("transaction", "session") else "transaction"
+        where = self.ld.loc(("locks", lid, "backends", name, "scope"))
+        if (declared == "process") != (kind == "memory") and declared != "session":
+            self.err(
+                "LD003",
+                where,
+                f"a {kind} lock cannot be {declared}-scoped",
+                "memory locks are process or session; database locks transaction or session",
+            )
+        return str(declared)
+
+    def cluster_wide(self, lid: str, kind: str, raw: dict[str, Any]) -> bool:
+        if raw.get("cluster_wide") and kind != "advisory":
+            self.err(
+                "LD003",
+                self.ld.loc(("locks", lid, "cluster_wide"), key=True),
+                f"a {kind} lock lives in one database; only an advisory key can name an object "
+                "of the whole cluster",
+                "remove cluster_wide:, or make the lock kind: advisory",
+            )
+        return bool(raw.get("cluster_wide", False))
+
+    def replicas(self, locks: dict[str, m.Lock]) -> tuple[tuple[str | None, int], ...]:
+        raw = self.data.get("replicas")
+        if raw is None:
+            return ()
+        if isinstance(raw, int):
+            return ((None, raw),)
+        named = sorted({b.name for lock in locks.values() for b in lock.backends})
+        for name in raw:
+            if name not in named:
+                self.err(
+                    "LD004",
+                    self.ld.loc(("replicas", name), key=True),
+                    f"no lock has a backend '{name}'",
+                    _did_you_mean(name, named)
+                    if named
+                    else "give replicas: as one number when locks declare no backends:",
+                )
+        return tuple(sorted(raw.items()))
 
     def references(self, lid: str, kind: str, raw: dict[str, Any]) -> tuple[m.Reference, ...]:
         refs = raw.get("references") or ()
@@ -306,6 +384,7 @@ class _Resolver:
                 lock_timeout=None if timeout in (None, "none") else timeout,
                 on_timeout=raw.get("on_timeout"),
                 notes=raw.get("notes"),
+                database=raw.get("database"),
             )
         return out
 
@@ -327,35 +406,9 @@ class _Resolver:
                 out.append(m.End(raw, loc))
                 continue
             if "take" in raw:
-                name = raw["take"]
-                if not self.lock_ref(doc, (*p, "take"), name, locks):
-                    continue
-                lock = locks[name]
-                mode = self.mode_ok(doc, p, lock, raw.get("mode"))
-                option = raw.get("option")
-                if option and lock.kind != "row":
-                    self.err(
-                        "LD006",
-                        doc.loc((*p, "option")),
-                        f"{option.upper()} applies to row locks only; '{name}' is {lock.kind}",
-                        "advisory locks use pg_try_advisory_*; remove option:",
-                    )
-                out.append(
-                    m.Take(
-                        lock=name,
-                        mode=mode,
-                        location=loc,
-                        via=_via(raw.get("via")),
-                        note=raw.get("note"),
-                        instance=raw.get("instance"),
-                        again=bool(raw.get("again", False)),
-                        order=raw.get("order"),
-                        option=option,
-                        implicit=raw.get("implicit"),
-                        changes_key=bool(raw.get("changes_key", False)),
-                        backend=raw.get("backend"),
-                    )
-                )
+                take = self.take(doc, p, raw, locks, ctx)
+                if take is not None:
+                    out.append(take)
             elif "loop" in raw:
                 out.append(
                     m.Loop(
@@ -381,11 +434,33 @@ class _Resolver:
             elif "external" in raw:
                 out.append(m.External(raw["external"], loc, raw.get("note"), raw.get("backend")))
             elif "write" in raw:
-                out.append(
-                    m.Write(
-                        raw["write"], loc, _via(raw.get("via")), raw.get("note"), raw.get("backend")
-                    )
+                write = m.Write(
+                    raw["write"],
+                    loc,
+                    _via(raw.get("via")),
+                    raw.get("note"),
+                    raw.get("backend"),
+                    insert=raw.get("insert"),
+                    update=raw.get("update"),
+                    columns=tuple(raw.get("columns") or ()),
+                    instance=raw.get("instance"),
                 )
+                if write.columns and write.update is None:
+                    self.err(
+                        "LD003",
+                        doc.loc((*p, "columns"), key=True),
+                        "columns: names what an update sets, and this write updates no table",
+                        "add update: <table>, or remove columns:",
+                    )
+                if write.insert is not None and write.update is not None:
+                    self.err(
+                        "LD003",
+                        doc.loc((*p, "update"), key=True),
+                        "one write inserts into a table or updates one, not both",
+                        "split it into two write: steps",
+                    )
+                out.append(write)
+                out.extend(foreign_key_takes(write, locks))
             elif "begin" in raw:
                 ctx.begins.append((raw["begin"], doc, (*p, "begin")))
                 out.append(m.Begin(raw["begin"], loc, raw.get("note"), raw.get("backend")))
@@ -408,6 +483,42 @@ class _Resolver:
                     )
                 )
         return tuple(out)
+
+    def take(
+        self,
+        doc: Document,
+        p: tuple[str | int, ...],
+        raw: dict[str, Any],
+        locks: dict[str, m.Lock],
+        ctx: _PathCtx,
+    ) -> m.Take | None:
+        name = raw["take"]
+        if not self.lock_ref(doc, (*p, "take"), name, locks):
+            return None
+        lock = locks[name]
+        mode = self.mode_ok(doc, p, lock, raw.get("mode"))
+        option = raw.get("option")
+        if option and lock.kind != "row":
+            self.err(
+                "LD006",
+                doc.loc((*p, "option")),
+                f"{option.upper()} applies to row locks only; '{name}' is {lock.kind}",
+                "advisory locks use pg_try_advisory_*; remove option:",
+            )
+        return m.Take(
+            lock=name,
+            mode=mode,
+            location=doc.loc(p),
+            via=_via(raw.get("via")),
+            note=raw.get("note"),
+            instance=raw.get("instance"),
+            again=bool(raw.get("again", False)),
+            order=raw.get("order"),
+            option=option,
+            implicit=raw.get("implicit"),
+            changes_key=bool(raw.get("changes_key", False)),
+            backend=raw.get("backend"),
+        )
 
     def paths(
         self,
@@ -699,6 +810,7 @@ class _Resolver:
             },
             files=(LOCKS_FILE, *(d.file for d in self.path_docs)),
             code=code,
+            replicas=self.replicas(locks),
         )
 
 
@@ -706,6 +818,50 @@ class _PathCtx:
     def __init__(self) -> None:
         self.runs: list[tuple[str, Document, tuple[str | int, ...]]] = []
         self.begins: list[tuple[str, Document, tuple[str | int, ...]]] = []
+
+
+def foreign_key_takes(write: m.Write, locks: dict[str, m.Lock]) -> list[m.Take]:
+    """The FOR KEY SHARE a write takes on parent rows through foreign keys (Postgres's RI
+    check, at the end of the statement): an insert into a child table checks every foreign key
+    of the row; an update checks those whose column it sets (with no columns named, all of
+    them). An update that leaves the column alone takes none, unless the row was inserted in
+    the same transaction; then the parent is the one the insert already locked."""
+    table = write.insert or write.update
+    if table is None:
+        return []
+    out: list[m.Take] = []
+    for lock in locks.values():
+        for ref in lock.references:
+            if ref.table != table:
+                continue
+            if write.update is not None and write.columns and ref.column not in write.columns:
+                continue
+            how = "insert into" if write.insert else "update of"
+            for backend in _row_backends(lock, write.backend):
+                out.append(
+                    m.Take(
+                        lock=lock.id,
+                        mode="for key share",
+                        location=write.location,
+                        instance=write.instance,
+                        implicit=f"the foreign-key check of {table}.{ref.column}",
+                        backend=backend,
+                        derived=f"{how} {table} ({ref.column} references {lock.table})",
+                    )
+                )
+    return out
+
+
+def _row_backends(lock: m.Lock, only: str | None) -> list[str | None]:
+    """Where the lock is a row lock (a foreign-key check locks rows, never memory)."""
+    if not lock.backends:
+        return [only] if lock.kind == "row" else []
+    rows = [b.name for b in lock.backends if b.kind == "row"]
+    if only is not None:
+        return [only] if only in rows else []
+    if len(rows) == len(lock.backends):
+        return [None]
+    return list(rows)
 
 
 def _runs(steps: tuple[m.Step, ...]) -> list[m.Run]:

@@ -133,14 +133,25 @@ def advisory_args(lock: m.Lock, instance: int) -> tuple[str, str]:
         for part in (key.first, key.second):
             if isinstance(part, int):
                 halves.append(str(part))
+            elif isinstance(part, m.IntegerPart):
+                halves.append(str(instance))
             elif part is not None:
                 halves.append(_text_call("hashtext", part, instance))
         if len(halves) == 2:
             return ", ".join(halves), ""
+    if key.construction == "integer":
+        return str(instance), ""
     if key.construction == "application" and key.text is not None:
-        fn = keys.APPLICATION_HASHES.get(key.algorithm or "")
-        if fn is not None:
-            return str(fn(_sample_text(key.text, instance))), ""
+        if key.algorithm in keys.APPLICATION_HASHES:
+            value = keys.application_value(
+                key.algorithm,
+                _sample_text(key.text, instance),
+                key.multiplier,
+                key.declared_bits,
+                key.signed,
+            )
+            if value is not None:
+                return str(value), ""
         return _stand_in(lock.id, instance), (
             f"the application's key function {key.function or '?'} is not one lockdocs computes"
         )

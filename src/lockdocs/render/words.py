@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from lockdocs import model as m
-from lockdocs.keys import key_sql
+from lockdocs.keys import APPLICATION_HASHES, key_sql
 
 KIND_ORDER = ("advisory", "row", "table", "memory")
 
@@ -106,7 +106,15 @@ CATEGORIES: dict[str, tuple[str | None, str, str]] = {
         "keys-hashtext-prefixed",
     ),
     "hashtext-bare": ("hashtext", "of a bare id, widened to bigint", "keys-hashtext-bare"),
+    "application-fixed": (None, "An application hash of a fixed name", "keys-application-fixed"),
+    "application-prefix": (
+        None,
+        "An application hash of a prefix plus parts",
+        "keys-application-prefixed",
+    ),
+    "application-bare": (None, "An application hash of bare parts", "keys-application-bare"),
     "constant": (None, "A literal constant", "keys-constant"),
+    "integer": (None, "A raw integer used as the key", "keys-integer"),
     "int4pair": (None, "The two-int4 form", "keys-int4-pair"),
 }
 
@@ -116,7 +124,7 @@ CATEGORY_ORDER = tuple(CATEGORIES)
 
 def key_category(key: m.Key) -> str:
     """Which construction a key belongs to, for 'How keys are built'."""
-    if key.construction in ("constant", "int4pair"):
+    if key.construction in ("constant", "int4pair", "integer"):
         return key.construction
     kt = key.text
     if kt is None or kt.fixed:
@@ -184,10 +192,36 @@ def explain(cat: str, locks: list[m.Lock], has_hashtext: bool) -> str:
                 "hashtext key."
             )
         return text
+    if cat.startswith("application-"):
+        return _explain_application(cat, locks)
+    if cat == "integer":
+        return (
+            "The id itself is the key, so two objects of one family never share a key; but "
+            "nothing marks the family, so an equal id of another raw-integer family, or a "
+            "constant in the same range, is the same lock."
+        )
     return (
         "pg_advisory_xact_lock(int4, int4) keys live in a key space of their own: they "
         "never collide with a bigint key, only with another pair."
     )
+
+
+def _explain_application(cat: str, locks: list[m.Lock]) -> str:
+    known = [lk for lk in locks if lk.key is not None and lk.key.algorithm in APPLICATION_HASHES]
+    if cat == "application-fixed":
+        text = "The application hashes a fixed name into one key"
+        if len(known) == len(locks):
+            return text + "; the tool computes it the same way, so it joins the collision check."
+        return text + "; a hash the tool does not know is shown as written, not computed."
+    narrow = [lk.id for lk in locks if lk.key is not None and lk.key.bits <= 32]
+    text = (
+        "The application hashes a prefix and runtime parts; the prefix keeps the families apart."
+        if cat == "application-prefix"
+        else "The application hashes bare parts: nothing keeps another family's text apart."
+    )
+    if narrow:
+        text += " A 32-bit hash (" + ", ".join(narrow) + ") collides far sooner than 64 bits."
+    return text
 
 
 def scope_facts(model: m.Model) -> tuple[str, ...]:

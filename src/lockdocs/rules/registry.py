@@ -106,6 +106,7 @@ def load_all() -> dict[str, RuleInfo]:
         keyrules,
         ordering,
         practice,
+        processes,
         waivers,
     )
 

@@ -162,7 +162,13 @@ def _text_differences(shape: KeyShape, kt: m.KeyText) -> list[str]:
     return out
 
 
-def _half_differences(shape: KeyShape, half: m.KeyText | int | None, which: str) -> list[str]:
+def _half_differences(
+    shape: KeyShape, half: m.KeyText | m.IntegerPart | int | None, which: str
+) -> list[str]:
+    if isinstance(half, m.IntegerPart):
+        if shape.construction in ("parameter", "expression"):
+            return []
+        return [f"the {which} int4 is {shape.construction}, a raw integer declared"]
     if isinstance(half, int):
         if shape.construction != "constant":
             return [f"the {which} int4 is {shape.construction}, the constant {half} declared"]
@@ -192,6 +198,8 @@ def key_differences(shape: KeyShape, key: m.Key) -> list[str] | None:
         ]
     if shape.construction == "int4pair":
         return [f"the two-int4 form found, {key.construction} declared"]
+    if key.construction == "integer":
+        return [f"{shape.construction} found, a raw integer declared"]
     if key.construction == "constant":
         if shape.construction != "constant":
             return [f"{shape.construction} found, a constant declared"]

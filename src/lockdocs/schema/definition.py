@@ -80,11 +80,45 @@ KEY_TEXT = _obj(
     },
 )
 
+INTEGER_KEY = _obj(
+    "A raw integer used as the key as it is: an OID, a serial id (oid::bigint, a tenant id).",
+    {
+        "of": _s("What the integer is, in prose, e.g. 'the role's oid'."),
+        "bits": {
+            "type": "integer",
+            "enum": [32, 64],
+            "description": (
+                "How wide the integer is: 32 for an oid or an int4 (it fills [0, 2^32) or "
+                "[-2^31, 2^31) of the bigint space), 64 for a bigint; 64 by default."
+            ),
+        },
+    },
+    ["of"],
+)
+
+PAIR_HALF_TEXT = (
+    "a number, a hashtext key (a text or a prefix with parts, 32 bits), or a raw integer "
+    "({integer: {of: ...}})."
+)
+PAIR_HALF: dict[str, Any] = {
+    "description": "One int4 of the pair: " + PAIR_HALF_TEXT,
+    "oneOf": [
+        {"type": "integer"},
+        {"$ref": "#/$defs/key_text"},
+        _obj(
+            "A raw int4, used as it is.",
+            {"integer": _obj("The integer.", {"of": _s("What the integer is.")}, ["of"])},
+            ["integer"],
+        ),
+    ],
+}
+
 KEY = {
     "description": (
         "How the advisory key is built. Exactly one of: hashtextextended, hashtext (32-bit, "
         "widened to bigint), constant (a bigint, given as a number or as the bytes of a string), "
-        "or int4pair (the separate two-int4 key space)."
+        "integer (a raw integer such as an oid), application (a hash the application "
+        "computes), or int4pair (the separate two-int4 key space)."
     ),
     "type": "object",
     "additionalProperties": False,
@@ -99,24 +133,53 @@ KEY = {
                 "name": _s("The name of the constant in the code, e.g. registryAllocationLock."),
             },
         ),
+        "integer": INTEGER_KEY,
         "application": _obj(
-            "A key the application computes itself (not with a Postgres hash); its value is "
-            "not computed offline.",
+            "A key the application computes itself (not with a Postgres hash). With a named "
+            "algorithm its fixed keys are computed exactly; with any other, shown as written.",
             {
                 "function": _s("The application function that builds the key."),
                 "algorithm": _s(
-                    "How it maps text to a bigint. 'sha256 mod 2^63' (the integer of the "
-                    "SHA-256 hex digest modulo 2^63) is computed exactly for fixed names; any "
-                    "other text is shown as written."
+                    "How it maps the text to a bigint: 'sha256 mod 2^63' (the integer of the "
+                    "SHA-256 hex digest modulo 2^63), 'crc32' (zlib's CRC-32 of the UTF-8 "
+                    "bytes), 'fnv-1a 32' or 'fnv-1a 64' are computed exactly for fixed texts; "
+                    "any other text is shown as written."
                 ),
+                "multiplier": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": (
+                        "The hash is multiplied by this number (what Rails and golang-migrate "
+                        "call the salt: crc32(name) * salt), modulo 2^bits."
+                    ),
+                },
+                "signed": {
+                    "type": "boolean",
+                    "description": (
+                        "Read the bits as a signed integer (a cast to int64 or int32); true "
+                        "by default for 64 bits, false below."
+                    ),
+                },
                 "text": _s("A fixed name, for one key."),
                 "prefix": _s("The family prefix written before the runtime parts."),
                 "parts": _strings("The runtime values joined after the prefix."),
                 "separator": _s("The text written between parts."),
+                "cardinality": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": (
+                        "How many distinct keys the family may hold at once; gives collision "
+                        "odds for a 32-bit hash."
+                    ),
+                },
                 "bits": {
                     "type": "integer",
                     "minimum": 1,
-                    "description": "Bits of the key (64 by default).",
+                    "description": (
+                        "The width of the application's arithmetic: the hash (times the "
+                        "multiplier) is taken modulo 2^bits; 64 by default (golang-migrate's "
+                        "uint32 is 32). Also the key's entropy when below the hash's own."
+                    ),
                 },
             },
             ["function"],
@@ -125,13 +188,10 @@ KEY = {
             "The two-int4 form pg_advisory_xact_lock(int, int): a key space apart from bigints.",
             {
                 "first": {
-                    "description": "The first int4: a number, or a hashtext key.",
-                    "oneOf": [{"type": "integer"}, {"$ref": "#/$defs/key_text"}],
+                    **PAIR_HALF,
+                    "description": "The first int4 (a class id): " + PAIR_HALF_TEXT,
                 },
-                "second": {
-                    "description": "The second int4: a number, or a hashtext key.",
-                    "oneOf": [{"type": "integer"}, {"$ref": "#/$defs/key_text"}],
-                },
+                "second": {**PAIR_HALF, "description": "The second int4: " + PAIR_HALF_TEXT},
             },
             ["first", "second"],
         ),
@@ -161,6 +221,10 @@ BACKEND = _obj(
     "The lock as it is on one database backend.",
     {
         "kind": _s("The lock's kind on this backend.", enum=KINDS),
+        "scope": _s(
+            "The scope on this backend; a memory lock is process-scoped unless it says session.",
+            enum=["transaction", "session", "process"],
+        ),
         "table": _s("The table, for a row lock."),
         "mode": _s("The mode taken on this backend.", enum=ALL_MODES),
         "how": _s('How the code takes it there (e.g. get_lockset("instances")).'),
@@ -178,10 +242,23 @@ LOCK = _obj(
             enum=KINDS,
         ),
         "scope": _s(
-            "transaction (released at commit or rollback) or session (held until released).",
-            enum=["transaction", "session"],
+            "transaction (released at commit or rollback), session (held until released) or, "
+            "for a memory lock, process (held until released and only inside one server "
+            "process: the default for kind: memory; with replicas above 1 it keeps nothing "
+            "apart across processes). A memory lock declared session is one every process "
+            "shares (a lock server).",
+            enum=["transaction", "session", "process"],
         ),
         "key": {"$ref": "#/$defs/key"},
+        "cluster_wide": {
+            "type": "boolean",
+            "description": (
+                "The key names an object of the whole cluster (a role, a database, a "
+                "tablespace), not of one database. Advisory locks exclude only within one "
+                "database, so taking it from transactions on different databases (LD106) "
+                "keeps nothing apart."
+            ),
+        },
         "table": _s("The table of a row or table lock."),
         "row": _s("What one locked row stands for."),
         "modes": {
@@ -229,7 +306,9 @@ LOCK = _obj(
         },
         "instances": _obj(
             "How several instances of the lock are taken in one transaction.",
-            {"order": _s("The one declared order, e.g. 'ascending pool_id'.")},
+            {
+                "order": _s("The one declared order, e.g. 'ascending pool_id'."),
+            },
         ),
         "backends": {
             "type": "object",
@@ -263,6 +342,11 @@ TRANSACTION = _obj(
             pattern=r"^(none|[0-9]+(ms|s|min))$",
         ),
         "on_timeout": _s("What a wait past the bound surfaces as (e.g. SQLSTATE 55P03)."),
+        "database": _s(
+            "The database this kind's transactions connect to, when the application uses "
+            "several. Database locks (advisory, row, table) exclude only within one database; "
+            "kinds that name none share one default database."
+        ),
         "notes": _s("Further prose."),
     },
 )
@@ -456,9 +540,21 @@ def _step_schema() -> dict[str, Any]:
         ["external"],
     )
     write = _obj(
-        "A write the rules care about.",
+        "A write the rules care about. Naming the table it inserts into or the columns it "
+        "updates lets lockdocs derive the FOR KEY SHARE a foreign-key check takes on the "
+        "parent row (the parent lock declares references:).",
         {
             "write": _s("What is written, e.g. 'positions'."),
+            "insert": _s("The table the write inserts rows into, e.g. core.entitlements."),
+            "update": _s("The table whose rows the write updates."),
+            "columns": _strings(
+                "With update: the columns it sets; a foreign key is checked only when its "
+                "column is among them."
+            ),
+            "instance": _s(
+                "Names the parent row the written row references, when the path takes the "
+                "parent's lock under an instance name."
+            ),
             "via": VIA,
             "note": _s("A note."),
         },
@@ -568,6 +664,21 @@ def locks_schema() -> dict[str, Any]:
                 "section (the URL plus #ld201, say). Omitted: no rule links.",
                 pattern=r"^https?://",
             ),
+            "replicas": {
+                "description": (
+                    "How many server processes run the paths at once: a number, or one per "
+                    "backend ({sqlite: 1, postgres: 3}); 1 by default. With more than one, a "
+                    "memory lock of scope process keeps nothing apart across processes."
+                ),
+                "oneOf": [
+                    {"type": "integer", "minimum": 1},
+                    {
+                        "type": "object",
+                        "propertyNames": {"pattern": ID_PATTERN},
+                        "additionalProperties": {"type": "integer", "minimum": 1},
+                    },
+                ],
+            },
             "paths": _s("The folder of path files, relative to locks.yaml; paths/ by default."),
             "code": {
                 "type": "array",

@@ -1,0 +1,97 @@
+"""LD308: locks that live in one server process. An asyncio lock or an in-process lockset
+excludes only the tasks of its own process; with several replicas of the server it keeps
+nothing apart across them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from lockdocs.diagnostics import Diagnostic, Severity
+from lockdocs.rules.context import Context, once_per_step, step_finding
+from lockdocs.rules.registry import rule
+
+
+def process_local(ctx: Context, lock_id: str, backend: str | None) -> bool:
+    """Does the lock exclude only within one process on this backend?"""
+    kind, scope = ctx.model.locks[lock_id].on(backend)
+    return kind == "memory" and scope == "process"
+
+
+@rule(
+    "LD308",
+    "write-guarded-in-one-process",
+    Severity.ERROR,
+    summary="With several replicas, a write is guarded only by a lock that lives in one process.",
+    what=(
+        "When `replicas:` is above 1 (for the backend), reports a write made while the only "
+        "locks held are process-local memory locks (`scope: process`, the default for "
+        "`kind: memory`), naming them."
+    ),
+    why=(
+        "An asyncio lock or a lockset is a Python object: a second server process has its own "
+        "and never sees the first one's. Two replicas then run the guarded write at once, "
+        "which is the race the lock was written to prevent."
+    ),
+    example={
+        "locks.yaml": """\
+lockdocs: 1
+page: {title: Locks}
+replicas: 3
+locks:
+  fleet:
+    title: Fleet lockset
+    kind: memory
+    modes: {exclusive: processing}
+  fleet-row:
+    title: Fleet row
+    kind: row
+    table: fleets
+    modes: {for no key update: processing}
+""",
+        "paths/fleets.yaml": """\
+group: Fleets
+paths:
+  process:
+    title: Process a fleet
+    steps:
+      - take: fleet
+      - write: fleet status
+      - commit
+      - release: fleet
+""",
+    },
+    use_instead={
+        "paths/fleets.yaml": (
+            "      - take: fleet\n",
+            "      - take: fleet-row\n",
+        ),
+    },
+)
+def guarded_in_one_process(ctx: Context) -> Iterable[Diagnostic]:
+    for backend in ctx.backends:
+        replicas = ctx.model.replicas_on(backend)
+        if replicas < 2:
+            continue
+        writes = [
+            ev
+            for ev in ctx.events(backend)
+            if ev.kind == "write"
+            and ev.held
+            and all(process_local(ctx, h.lock, backend) for h in ev.held)
+        ]
+        on = f" on {backend}" if backend else ""
+        for step in once_per_step(writes):
+            ev = step.event
+            locks = tuple(sorted({h.lock for h in step.held}))
+            yield step_finding(
+                "LD308",
+                Severity.ERROR,
+                step,
+                f"path '{step.owner}' writes {ev.name} guarded only by "
+                + ", ".join(locks)
+                + f", which lives in one process; with {replicas} replicas{on} another process "
+                "makes the same write at the same time",
+                "guard the write with a database lock as well (a row lock, or an advisory lock "
+                "on the same name), or run one replica",
+                locks,
+            )

@@ -1,0 +1,280 @@
+"""The format for real systems (issue 14): keys the application computes or takes raw, foreign
+keys whose FOR KEY SHARE is derived, databases, process-local locks and replicas. Bad input gets a
+located error; good input resolves to what Postgres and the application would do."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli, write_project
+from lockdocs.keys import application_value, fnv1a
+
+LOCKS = """\
+lockdocs: 1
+page: {title: Locks}
+transactions:
+  app: {database: app}
+locks:
+  account:
+    title: Account row
+    kind: row
+    table: app.accounts
+    modes: {for no key update: posting}
+    references:
+      - {table: app.entries, column: account_id}
+  fleet:
+    title: Fleet lockset
+    kind: memory
+    modes: {exclusive: processing}
+  role:
+    title: Role
+    kind: advisory
+    key: {integer: {of: the role's oid, bits: 32}}
+    modes: {exclusive: grant changes}
+"""
+
+PATHS = """\
+group: Money
+paths:
+  post:
+    title: Post an entry
+    transaction: app
+    steps:
+      - write: entry
+        insert: app.entries
+      - write: entry memo
+        update: app.entries
+        columns: [memo]
+      - write: entry account
+        update: app.entries
+        columns: [account_id]
+"""
+
+
+# --- application hashes, computed exactly ----------------------------------------------------
+
+
+def test_golang_migrate_key_is_its_own_test_vector() -> None:
+    # golang-migrate's GenerateAdvisoryLockId: crc32.ChecksumIEEE(name) * uint32(1486364155),
+    # in uint32; its test expects 1764327054 for "database_name".
+    assert application_value("crc32", "database_name", 1486364155, 32, None) == 1764327054
+
+
+def test_rails_key_does_not_wrap() -> None:
+    # Rails: MIGRATOR_SALT * Zlib.crc32(database name), Ruby integers (no wrap below 2^63).
+    import zlib
+
+    expected = 2053462845 * zlib.crc32(b"app_production")
+    assert expected < 2**63
+    assert application_value("crc32", "app_production", 2053462845, None, None) == expected
+
+
+def test_crc32_and_fnv_check_values() -> None:
+    assert application_value("crc32", "123456789", None, None, None) == 0xCBF43926
+    # The FNV reference vectors (Fowler, Noll, Vo): "a" and "foobar".
+    assert fnv1a(b"a", 32) == 0xE40C292C
+    assert fnv1a(b"foobar", 32) == 0xBF9CF968
+    assert fnv1a(b"a", 64) == 0xAF63DC4C8601EC8C
+    assert fnv1a(b"foobar", 64) == 0x85944171F73967E8
+    # 64 bits are read signed by default, as a cast to int64 does
+    assert application_value("fnv-1a 64", "a", None, None, None) == 0xAF63DC4C8601EC8C - 2**64
+    assert application_value("fnv-1a 64", "a", None, None, False) is None
+
+
+def _project(tmp_path: Path, locks: str = LOCKS, paths: str = PATHS) -> Path:
+    return write_project(tmp_path / "p", {"locks.yaml": locks, "paths/p.yaml": paths})
+
+
+def _export(root: Path) -> dict[str, object]:
+    result = run_cli("export", "--root", str(root))
+    assert result.code == 0, result.out + result.err
+    data = json.loads(result.out)
+    assert isinstance(data, dict)
+    return data
+
+
+def test_fixed_application_keys_are_exported_with_their_tag(tmp_path: Path) -> None:
+    locks = LOCKS + (
+        "  migrations:\n    title: Migrations\n    kind: advisory\n"
+        "    key: {application: {function: GenerateAdvisoryLockId, algorithm: crc32, "
+        "multiplier: 1486364155, bits: 32, text: database_name}}\n"
+        "    modes: {exclusive: the migrator}\n"
+    )
+    data = _export(_project(tmp_path, locks))
+    key = next(lk for lk in data["locks"] if lk["id"] == "migrations")["key"]  # type: ignore[index]
+    assert key["value"] == 1764327054
+    assert key["tag"] == [0, 1764327054, 1]
+    assert key["sql"] == "GenerateAdvisoryLockId('database_name') * 1486364155"
+    role = next(lk for lk in data["locks"] if lk["id"] == "role")["key"]  # type: ignore[index]
+    assert role["sql"] == "<the role's oid>::bigint"
+    assert role["bits"] == 32
+
+
+# --- foreign keys --------------------------------------------------------------------------------
+
+
+def test_foreign_key_share_is_derived_where_postgres_takes_it(tmp_path: Path) -> None:
+    data = _export(_project(tmp_path))
+    path = data["paths"][0]  # type: ignore[index]
+    steps = path["steps"]
+    kinds = [(s["type"], s.get("lock"), s.get("derived")) for s in steps]
+    assert kinds == [
+        ("write", None, None),
+        ("take", "account", "insert into app.entries (account_id references app.accounts)"),
+        ("write", None, None),  # the memo: the key column is left alone, no check
+        ("write", None, None),
+        ("take", "account", "update of app.entries (account_id references app.accounts)"),
+    ]
+    acq = path["acquisitions"]
+    assert [(a["lock"], a["mode"], a["event"]) for a in acq] == [
+        ("account", "for key share", "acquire"),
+        ("account", "for key share", "retake"),
+    ]
+
+
+def test_foreign_key_share_only_on_backends_with_row_locks(tmp_path: Path) -> None:
+    locks = LOCKS.replace(
+        "    references:\n",
+        "    backends:\n      sqlite: {kind: memory, mode: exclusive}\n"
+        "      postgres: {kind: row, mode: for no key update}\n    references:\n",
+    )
+    data = _export(_project(tmp_path, locks))
+    takes = [s for s in data["paths"][0]["steps"] if s["type"] == "take"]  # type: ignore[index]
+    assert {t["backend"] for t in takes} == {"postgres"}
+
+
+# --- bad input -----------------------------------------------------------------------------------
+
+# (id, locks, paths, code, file, line, column, words the message must contain)
+BAD: list[tuple[str, str, str, str, str, int, int, str]] = [
+    (
+        "process-scope-on-a-row-lock",
+        LOCKS.replace("    table: app.accounts\n", "    table: app.accounts\n    scope: process\n"),
+        PATHS,
+        "LD003",
+        "locks.yaml",
+        10,
+        12,
+        "lives in the database",
+    ),
+    (
+        "memory-lock-transaction-scoped",
+        LOCKS.replace("    kind: memory\n", "    kind: memory\n    scope: transaction\n"),
+        PATHS,
+        "LD003",
+        "locks.yaml",
+        16,
+        12,
+        "not released by a commit",
+    ),
+    (
+        "cluster-wide-row-lock",
+        LOCKS.replace(
+            "    table: app.accounts\n", "    table: app.accounts\n    cluster_wide: true\n"
+        ),
+        PATHS,
+        "LD003",
+        "locks.yaml",
+        10,
+        5,
+        "lives in one database",
+    ),
+    (
+        "columns-without-update",
+        LOCKS,
+        PATHS.replace(
+            "        insert: app.entries\n", "        insert: app.entries\n        columns: [x]\n"
+        ),
+        "LD003",
+        "paths/p.yaml",
+        9,
+        9,
+        "updates no table",
+    ),
+    (
+        "insert-and-update",
+        LOCKS,
+        PATHS.replace(
+            "        insert: app.entries\n",
+            "        insert: app.entries\n        update: app.entries\n",
+        ),
+        "LD003",
+        "paths/p.yaml",
+        9,
+        9,
+        "not both",
+    ),
+    (
+        "replicas-of-an-unknown-backend",
+        LOCKS.replace("page: {title: Locks}\n", "page: {title: Locks}\nreplicas: {postgress: 2}\n"),
+        PATHS,
+        "LD004",
+        "locks.yaml",
+        3,
+        12,
+        "no lock has a backend 'postgress'",
+    ),
+    (
+        "application-bits-over-64",
+        LOCKS + "  big:\n    title: Big\n    kind: advisory\n"
+        "    key: {application: {function: f, algorithm: crc32, bits: 65, text: x}}\n",
+        PATHS,
+        "LD003",
+        "locks.yaml",
+        25,
+        62,
+        "at most 64 bits",
+    ),
+    (
+        "unsigned-64-bit-key",
+        LOCKS + "  big:\n    title: Big\n    kind: advisory\n"
+        "    key: {application: {function: f, algorithm: fnv-1a 64, signed: false, text: a}}\n",
+        PATHS,
+        "LD003",
+        "locks.yaml",
+        25,
+        11,
+        "no bigint holds it",
+    ),
+    (
+        "integer-bits-not-32-or-64",
+        LOCKS.replace("bits: 32}", "bits: 16}"),
+        PATHS,
+        "LD003",
+        "locks.yaml",
+        20,
+        47,
+        "16",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("locks", "paths", "code", "file", "line", "column", "words"),
+    [c[1:] for c in BAD],
+    ids=[c[0] for c in BAD],
+)
+def test_bad_input_is_located(
+    tmp_path: Path,
+    locks: str,
+    paths: str,
+    code: str,
+    file: str,
+    line: int,
+    column: int,
+    words: str,
+) -> None:
+    root = _project(tmp_path, locks, paths)
+    result = run_cli("check", "--root", str(root), "--format", "json")
+    assert result.code == 2, result.out + result.err
+    assert "Traceback" not in result.err
+    diags = [d for d in result.json()["diagnostics"] if d["code"] == code]
+    assert diags, result.out
+    d = diags[0]
+    assert (d["file"], d["line"], d["column"]) == (file, line, column), d
+    assert words in d["message"], d["message"]
+    assert d["hint"], "every error carries a hint"
+    assert not (root / "docs").exists()
