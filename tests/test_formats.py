@@ -278,3 +278,84 @@ def test_bad_input_is_located(
     assert words in d["message"], d["message"]
     assert d["hint"], "every error carries a hint"
     assert not (root / "docs").exists()
+
+
+# --- on the page ---------------------------------------------------------------------------------
+
+PAGE_LOCKS = """\
+lockdocs: 1
+page: {title: Locks}
+replicas: 3
+transactions:
+  app: {database: app, lock_timeout: 2s}
+locks:
+  account:
+    title: Account row
+    kind: row
+    table: app.accounts
+    modes: {for no key update: posting}
+    references:
+      - {table: app.entries, column: account_id}
+  fleet:
+    title: Fleet lockset
+    kind: memory
+    modes: {exclusive: processing}
+  role:
+    title: Role
+    kind: advisory
+    cluster_wide: true
+    key: {int4pair: {first: 7, second: {integer: {of: the role's oid}}}}
+    modes: {exclusive: grant changes}
+  migrations:
+    title: Migrations
+    kind: advisory
+    key:
+      application:
+        function: GenerateAdvisoryLockId
+        algorithm: crc32
+        multiplier: 1486364155
+        bits: 32
+        text: database_name
+    modes: {exclusive: the migrator}
+"""
+
+PAGE_PATHS = """\
+group: Money
+paths:
+  post:
+    title: Post an entry
+    transaction: app
+    steps:
+      - take: role
+      - write: entry
+        insert: app.entries
+      - write: entry memo
+        update: app.entries
+        columns: [memo]
+"""
+
+
+def test_the_page_shows_what_is_derived_and_where_it_holds(tmp_path: Path) -> None:
+    root = _project(tmp_path, PAGE_LOCKS, PAGE_PATHS)
+    result = run_cli("build", "--root", str(root), "--no-svg")
+    assert result.code == 0, result.out + result.err
+    page = (root / "docs" / "database-locks.md").read_text(encoding="utf-8")
+    for line in (
+        "3 server processes run at once, so an in-process lock keeps out the tasks of its own "
+        "process only.",
+        "- **Database:** the key names an object of the whole cluster, but an advisory lock "
+        "excludes only within one database",
+        "- **Foreign keys:** `app.entries.account_id` references it. Postgres takes FOR KEY "
+        "SHARE on the row when a referencing row is inserted, or updated with a new key; "
+        "derived at the writes of [Post an entry](#path-post).",
+        "- **Key:** `1764327054`; in `pg_locks` classid 0, objid 1764327054, objsubid 1; built "
+        "as [an application hash of a fixed name](#keys-application-fixed)",
+        "Computed exactly as the application does",
+        "| **app**{#tx-app} | — | — | `lock_timeout` `2s` | On the database `app`. |",
+        "2. Writes entry (inserts into `app.entries`)",
+        "3. Takes [Account row](#lock-account) **FOR KEY SHARE**, derived: Postgres checks the "
+        "foreign key on the insert into app.entries (account_id references app.accounts)",
+        "4. Writes entry memo (updates `app.entries`: `memo`); it leaves `account_id` alone, so "
+        "no foreign-key lock on [Account row](#lock-account)",
+    ):
+        assert line in page, line

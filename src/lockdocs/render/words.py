@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from lockdocs import model as m
-from lockdocs.keys import APPLICATION_HASHES, key_sql
+from lockdocs.keys import key_sql
 
 KIND_ORDER = ("advisory", "row", "table", "memory")
 
@@ -192,36 +192,10 @@ def explain(cat: str, locks: list[m.Lock], has_hashtext: bool) -> str:
                 "hashtext key."
             )
         return text
-    if cat.startswith("application-"):
-        return _explain_application(cat, locks)
-    if cat == "integer":
-        return (
-            "The id itself is the key, so two objects of one family never share a key; but "
-            "nothing marks the family, so an equal id of another raw-integer family, or a "
-            "constant in the same range, is the same lock."
-        )
     return (
         "pg_advisory_xact_lock(int4, int4) keys live in a key space of their own: they "
         "never collide with a bigint key, only with another pair."
     )
-
-
-def _explain_application(cat: str, locks: list[m.Lock]) -> str:
-    known = [lk for lk in locks if lk.key is not None and lk.key.algorithm in APPLICATION_HASHES]
-    if cat == "application-fixed":
-        text = "The application hashes a fixed name into one key"
-        if len(known) == len(locks):
-            return text + "; the tool computes it the same way, so it joins the collision check."
-        return text + "; a hash the tool does not know is shown as written, not computed."
-    narrow = [lk.id for lk in locks if lk.key is not None and lk.key.bits <= 32]
-    text = (
-        "The application hashes a prefix and runtime parts; the prefix keeps the families apart."
-        if cat == "application-prefix"
-        else "The application hashes bare parts: nothing keeps another family's text apart."
-    )
-    if narrow:
-        text += " A 32-bit hash (" + ", ".join(narrow) + ") collides far sooner than 64 bits."
-    return text
 
 
 def scope_facts(model: m.Model) -> tuple[str, ...]:
@@ -253,13 +227,27 @@ def scope_facts(model: m.Model) -> tuple[str, ...]:
         missing.append("FOR SHARE")
     if missing:
         facts.append("No code takes " + " or ".join(missing) + ".")
-    memory = [lk.title for lk in locks if lk.kind == "memory"]
+    memory = [lk.title for lk in locks if lk.kind == "memory" and lk.scope == "process"]
     if memory:
         facts.append(
             "In-process locks live in one process and are held until released: "
             + ", ".join(memory)
             + "."
         )
+    shared = [lk.title for lk in locks if lk.kind == "memory" and lk.scope == "session"]
+    if shared:
+        facts.append(
+            "In-memory locks every server process shares, held until released: "
+            + ", ".join(shared)
+            + "."
+        )
+    for backend, n in model.replicas:
+        if n > 1:
+            on = f" on {backend}" if backend else ""
+            facts.append(
+                f"{n} server processes run at once{on}, so an in-process lock keeps out the "
+                "tasks of its own process only."
+            )
     return tuple(facts)
 
 

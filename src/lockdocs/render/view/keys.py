@@ -55,9 +55,22 @@ def _verdict(ctx: Context, code: str, members: list[m.Lock], ok: str, found: str
 def _verdicts(ctx: Context, cat: str, locks: list[m.Lock], has_hashtext: bool) -> list[VerdictView]:
     n = len(locks)
     out: list[VerdictView] = []
-    if cat.endswith("-fixed") or cat == "constant":
+    if cat == "application-fixed" and any(
+        lk.key is not None and lk.key.value is None for lk in locks
+    ):
+        names = sorted({lk.key.algorithm or "?" for lk in locks if lk.key and lk.key.value is None})
+        out.append(
+            VerdictView(
+                "Not computed: lockdocs does not know the hash " + ", ".join(names),
+                True,
+                None,
+                None,
+            )
+        )
+    elif cat.endswith("-fixed") or cat == "constant":
         values = "its value equals" if n == 1 else "their values equal"
-        ok = f"Computed exactly as Postgres does: {values} no other key here"
+        who = "the application" if cat.startswith("application-") else "Postgres"
+        ok = f"Computed exactly as {who} does: {values} no other key here"
         if (
             cat == "constant"
             and has_hashtext
@@ -83,15 +96,30 @@ def _verdicts(ctx: Context, cat: str, locks: list[m.Lock], has_hashtext: bool) -
                 "One prefix starts another, so two families can build the same text",
             )
         )
-    if cat.endswith("-bare"):
+    if cat.endswith("-bare") or cat == "integer":
         out.append(
             _verdict(
                 ctx,
                 "LD101",
                 locks,
                 "",
-                "No family prefix: another family that hashes the same text gets the same key",
+                "Nothing marks the family: an equal id of another family is the same key"
+                if cat == "integer"
+                else "No family prefix: another family that hashes the same text gets the same key",
             )
+        )
+    narrow = [
+        lk
+        for lk in locks
+        if lk.key is not None
+        and (
+            (cat.startswith("application-") and lk.key.bits <= 32 and not cat.endswith("-fixed"))
+            or (cat == "int4pair" and _hashed_half(lk.key))
+        )
+    ]
+    if narrow:
+        out.append(
+            _verdict(ctx, "LD103", narrow, "", "32 bits: such keys collide far sooner than 64 bits")
         )
     if cat.startswith("hashtext-"):
         from lockdocs.rules.keyrules import collision_odds  # lazy: rules import lazily
@@ -118,6 +146,11 @@ def _verdicts(ctx: Context, cat: str, locks: list[m.Lock], has_hashtext: bool) -
             )
         )
     return [v for v in out if v.text]
+
+
+def _hashed_half(key: m.Key) -> bool:
+    """Does one half of a pair key hash a family of texts (32 bits)?"""
+    return any(isinstance(h, m.KeyText) and not h.fixed for h in (key.first, key.second))
 
 
 def key_groups(ctx: Context) -> tuple[tuple[KeyGroupView, ...], dict[str, KeyGroupView]]:

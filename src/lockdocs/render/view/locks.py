@@ -102,6 +102,9 @@ class LockView:
     options_text: str
     queue: bool
     referenced_by_foreign_keys: bool
+    references: tuple[m.Reference, ...]
+    derived_in: tuple[Link, ...]  # paths where a write implies its FOR KEY SHARE
+    cluster_wide: bool
     instance_order: str | None
     backends: tuple[BackendView, ...]
     takers: tuple[TakerView, ...]
@@ -220,6 +223,13 @@ def lock_view(
         options_text=", ".join(o.upper() for o in lock.options),
         queue=lock.queue,
         referenced_by_foreign_keys=lock.referenced_by_foreign_keys,
+        references=lock.references,
+        derived_in=tuple(
+            ctx.path_link(pid)
+            for pid, p in ctx.model.paths.items()
+            if any(isinstance(s, m.Take) and s.lock == lock.id and s.derived for s in walk(p.steps))
+        ),
+        cluster_wide=lock.cluster_wide,
         instance_order=order_words(lock.instance_order),
         backends=tuple(
             BackendView(

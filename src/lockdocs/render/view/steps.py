@@ -43,6 +43,13 @@ class StepView:
     in_transaction: bool = True  # for a run: a transaction is open where it runs
     opens_own: bool = False  # for a run: the path it runs opens transactions of its own
     code_like: bool = False  # for a call: the label is an identifier, not words
+    # for a take a foreign-key check implies: the write it comes from, in words
+    derived: str | None = None
+    # for a write: what it inserts into or updates, and the foreign keys it leaves alone
+    table: str | None = None
+    write_how: str | None = None  # "inserts into" | "updates"
+    columns: tuple[str, ...] = ()
+    fk_untouched: tuple[tuple[Link, str], ...] = ()  # (parent lock, referencing column)
 
 
 Located = dict[tuple[str, int, int], list[Event]]
@@ -172,6 +179,14 @@ class StepLines:
                         label=step.what,
                         via=step.via,
                         note=step.note,
+                        table=step.insert or step.update,
+                        write_how="inserts into"
+                        if step.insert
+                        else "updates"
+                        if step.update
+                        else None,
+                        columns=step.columns,
+                        fk_untouched=self.untouched(step),
                     )
                 )
             elif isinstance(step, m.Begin):
@@ -267,6 +282,19 @@ class StepLines:
             again=step.again,
             held_before=held_before,
             upgrade_from=upgrade_from,
+            derived=step.derived,
+        )
+
+    def untouched(self, step: m.Write) -> tuple[tuple[Link, str], ...]:
+        """The foreign keys of an updated table whose column the update leaves alone: Postgres
+        checks none of them (see project.foreign_key_takes)."""
+        if step.update is None or not step.columns:
+            return ()
+        return tuple(
+            (self.ctx.lock_link(lock.id), ref.column)
+            for lock in self.ctx.model.locks.values()
+            for ref in lock.references
+            if ref.table == step.update and ref.column not in step.columns
         )
 
     def held_at(self, evs: list[Event]) -> tuple[tuple[Link, ...], bool]:

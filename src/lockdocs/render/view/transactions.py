@@ -26,6 +26,7 @@ class TxView:
     bounded: bool
     on_timeout: str | None
     notes: str | None
+    database: str | None
 
 
 def tx_view(ctx: Context, tk: m.TransactionKind) -> TxView:
@@ -46,6 +47,7 @@ def tx_view(ctx: Context, tk: m.TransactionKind) -> TxView:
         bounded=tk.lock_timeout is not None,
         on_timeout=tk.on_timeout,
         notes=tk.notes,
+        database=tk.database,
     )
 
 
