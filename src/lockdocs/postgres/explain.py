@@ -207,6 +207,18 @@ class Explainer:
             return LockRef(ref.locks, TABLE_MODE_NAMES.get(mode, ref.mode), ref.postgres, ref.how)
         return LockRef((), None, tag.text, "lockdocs does not decode this kind of lock")
 
+    def _checked_parent(self, tag: LockTag, mode: str, context: str) -> LockRef | None:
+        """The parent row a foreign-key check waits for: the statement names only the child
+        table, but the report's CONTEXT quotes the check Postgres ran (SELECT 1 FROM ONLY
+        parent x WHERE ... FOR KEY SHARE OF x), and that names the parent."""
+        inner = _context_statement(context)
+        if inner is None or tag.kind not in ("transaction", "tuple"):
+            return None
+        ref = self.wait(tag, mode, inner)
+        if not ref.locks:
+            return None
+        return LockRef(ref.locks, ref.mode, ref.postgres, f"{ref.how}, a foreign-key check")
+
     # --- paths ------------------------------------------------------------------------------
 
     def takers(self, holds: LockRef | None, wants: LockRef) -> tuple[Taker, ...]:
@@ -250,10 +262,18 @@ class Explainer:
         statements = dict(detail.statements)
         if entry.pid is not None and entry.pid not in statements and entry.statement:
             statements[entry.pid] = entry.statement
+        # The process that reports the deadlock (its CONTEXT is the report's): by pid, or,
+        # with no %p in log_line_prefix, the one whose statement is the report's STATEMENT.
+        reporter = entry.pid
+        if reporter is None and entry.statement:
+            same = [pid for pid, st in statements.items() if st == entry.statement]
+            reporter = same[0] if len(same) == 1 else None
         wants: dict[int, LockRef] = {}
         holds: dict[int, LockRef] = {}
         for w in detail.waits:
             ref = self.wait(w.tag, w.mode, statements.get(w.pid, ""))
+            if w.pid == reporter and not ref.locks:
+                ref = self._checked_parent(w.tag, w.mode, entry.context) or ref
             wants[w.pid] = ref
             holds[w.blocker] = ref
         procs = []
@@ -363,6 +383,18 @@ class Explainer:
                     }
                 )
         return case
+
+
+def _context_statement(context: str) -> str | None:
+    """The statement a report's CONTEXT says the error happened in (`SQL statement "..."`);
+    the quotes inside it are not escaped, so it runs to the line's last quote."""
+    marker = 'SQL statement "'
+    for line in context.splitlines():
+        at = line.find(marker)
+        end = line.rfind('"')
+        if at >= 0 and end > at + len(marker):
+            return line[at + len(marker) : end]
+    return None
 
 
 def group(cases: list[Case]) -> list[Case]:
