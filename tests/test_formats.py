@@ -240,6 +240,39 @@ BAD: list[tuple[str, str, str, str, str, int, int, str]] = [
         "no bigint holds it",
     ),
     (
+        "try-and-option",
+        LOCKS,
+        PATHS.replace(
+            "    steps:\n",
+            "    steps:\n      - take: account\n        option: nowait\n        try: skip it\n",
+        ),
+        "LD006",
+        "paths/p.yaml",
+        9,
+        9,
+        "both option: nowait and try:",
+    ),
+    (
+        "nowait-on-advisory-names-try",
+        LOCKS,
+        PATHS.replace("    steps:\n", "    steps:\n      - take: role\n        option: nowait\n"),
+        "LD006",
+        "paths/p.yaml",
+        8,
+        17,
+        "applies to row locks only",
+    ),
+    (
+        "try-without-words",
+        LOCKS,
+        PATHS.replace("    steps:\n", "    steps:\n      - take: role\n        try: ''\n"),
+        "LD003",
+        "paths/p.yaml",
+        8,
+        14,
+        "must not be empty",
+    ),
+    (
         "integer-bits-not-32-or-64",
         LOCKS.replace("bits: 32}", "bits: 16}"),
         PATHS,
@@ -332,6 +365,13 @@ paths:
       - write: entry memo
         update: app.entries
         columns: [memo]
+  sweep:
+    title: Sweep the grants
+    transaction: app
+    steps:
+      - take: role
+        via: pg_try_advisory_xact_lock
+        try: the sweep leaves the role to its next round
 """
 
 
@@ -357,5 +397,73 @@ def test_the_page_shows_what_is_derived_and_where_it_holds(tmp_path: Path) -> No
         "foreign key on the insert into app.entries (account_id references app.accounts)",
         "4. Writes entry memo (updates `app.entries`: `memo`); it leaves `account_id` alone, so "
         "no foreign-key lock on [Account row](#lock-account)",
+        "1. Takes [Role](#lock-role) **exclusive** through `pg_try_advisory_xact_lock`, **only "
+        "if it is free** (it never waits; when it is not: the sweep leaves the role to its next "
+        "round)",
     ):
         assert line in page, line
+    exported = json.loads(run_cli("export", "--root", str(root)).out)
+    sweep = next(p for p in exported["paths"] if p["id"] == "sweep")
+    assert sweep["steps"][0]["try"] == "the sweep leaves the role to its next round"
+    assert [a["option"] for a in sweep["acquisitions"] if a["lock"] == "role"] == ["try"]
+
+
+# --- try: against the code ---------------------------------------------------------------------
+
+TRY_LOCKS = """\
+lockdocs: 1
+page: {title: Locks}
+code: [db/*.sql]
+locks:
+  tenant:
+    title: Tenant
+    kind: advisory
+    key: {hashtextextended: {prefix: "tenant:", parts: [tenant id]}}
+    modes: {exclusive: changes to the tenant}
+"""
+
+TRY_PATHS = """\
+group: Tenants
+paths:
+  sweep:
+    title: Sweep a tenant
+    steps:
+      - take: tenant
+        via: TrySweepTenant
+        try: the sweep leaves the tenant to its next round
+"""
+
+TRY_SQL = """\
+-- name: TrySweepTenant :one
+SELECT pg_try_advisory_xact_lock(hashtextextended('tenant:' || $1::text, 0));
+"""
+
+
+def test_try_is_compared_with_the_code(tmp_path: Path) -> None:
+    files = {"locks.yaml": TRY_LOCKS, "paths/p.yaml": TRY_PATHS, "db/q.sql": TRY_SQL}
+    agreed = write_project(tmp_path / "agreed", files)
+    result = run_cli("check", "--no-drift", "--root", str(agreed))
+    assert result.code == 0, result.out
+    # the step waits, the code tries: the analysis would invent waits
+    waits = write_project(
+        tmp_path / "waits",
+        {
+            **files,
+            "paths/p.yaml": TRY_PATHS.replace("        try: the sweep leaves", "        note:"),
+        },
+    )
+    result = run_cli("check", "--no-drift", "--root", str(waits), "--format", "json")
+    found = [d for d in result.json()["diagnostics"] if d["code"] == "LD703"]
+    assert [(d["file"], d["line"]) for d in found] == [("db/q.sql", 2)], result.out
+    assert "never waits" in found[0]["message"] and "try:" in found[0]["hint"]
+    # the step tries, the code waits
+    blocking = write_project(
+        tmp_path / "blocking",
+        {
+            **files,
+            "db/q.sql": TRY_SQL.replace("pg_try_advisory_xact_lock", "pg_advisory_xact_lock"),
+        },
+    )
+    result = run_cli("check", "--no-drift", "--root", str(blocking), "--format", "json")
+    found = [d for d in result.json()["diagnostics"] if d["code"] == "LD703"]
+    assert len(found) == 1 and "declared try:" in found[0]["message"], result.out

@@ -108,6 +108,35 @@ def test_spec_findings(case: Path, cli_results: dict[Path, tuple[int, dict[str, 
     assert code == (1 if blocking else 0), f"exit code {code}\n{detail}"
 
 
+def run_text(case: Path) -> str:
+    proc = subprocess.run(
+        [sys.executable, "-m", "lockdocs", "check", "--no-drift", "--root", str(case)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc.stdout
+
+
+WITH_OUTPUT = [d for d in sorted(SPECS.iterdir()) if (d / "output.txt").exists()]
+
+
+@pytest.fixture(scope="module")
+def text_results() -> dict[Path, str]:
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        return dict(zip(WITH_OUTPUT, pool.map(run_text, WITH_OUTPUT), strict=True))
+
+
+@pytest.mark.parametrize("case", WITH_OUTPUT, ids=[d.name for d in WITH_OUTPUT])
+def test_spec_output(case: Path, text_results: dict[Path, str], update_golden: bool) -> None:
+    """A case with an output.txt prints exactly that (`pytest --update-golden` rewrites it)."""
+    if update_golden:
+        (case / "output.txt").write_text(text_results[case], encoding="utf-8")
+    assert text_results[case] == (case / "output.txt").read_text(encoding="utf-8")
+
+
 def test_there_are_enough_cases() -> None:
     names = {p.name for p in SPECS.iterdir() if p.is_dir()}
     assert len(names) >= 40

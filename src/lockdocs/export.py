@@ -126,6 +126,7 @@ def _step_body(step: m.Step) -> dict[str, Any]:
             "again": step.again,
             "order": step.order,
             "option": step.option,
+            "try": step.attempt,
             "implicit": step.implicit,
             "derived": step.derived,
             "line": line,

@@ -176,6 +176,10 @@ class TransactionKind:
 
 # --- paths -------------------------------------------------------------------------------------
 
+# How a take can avoid waiting: NOWAIT fails at once (55P03), SKIP LOCKED skips the row, and a
+# try (pg_try_advisory_*, an error the code handles, an in-process check) returns "not free".
+NEVER_WAITS = ("nowait", "skip locked", "try")
+
 
 @dataclass(frozen=True)
 class Take:
@@ -193,6 +197,13 @@ class Take:
     backend: str | None = None
     # A take the declarations imply (a foreign-key check): what it is derived from.
     derived: str | None = None
+    # try: a take that never waits; what the code does when the lock is not free.
+    attempt: str | None = None
+
+    @property
+    def how_it_avoids_waiting(self) -> str | None:
+        """nowait | skip locked | try, or None for a take that waits."""
+        return self.option or ("try" if self.attempt is not None else None)
 
 
 @dataclass(frozen=True)

@@ -498,12 +498,23 @@ class _Resolver:
         lock = locks[name]
         mode = self.mode_ok(doc, p, lock, raw.get("mode"))
         option = raw.get("option")
+        attempt = raw.get("try")
         if option and lock.kind != "row":
             self.err(
                 "LD006",
                 doc.loc((*p, "option")),
                 f"{option.upper()} applies to row locks only; '{name}' is {lock.kind}",
-                "advisory locks use pg_try_advisory_*; remove option:",
+                "a take that never waits (pg_try_advisory_xact_lock, an in-process check) is "
+                "declared with try: <what the code does when the lock is not free>; remove "
+                "option:",
+            )
+        elif option and attempt is not None:
+            self.err(
+                "LD006",
+                doc.loc((*p, "try"), key=True),
+                f"this take of '{name}' says both option: {option} and try:",
+                "keep option: for a NOWAIT or SKIP LOCKED the statement itself fails or skips "
+                "on, or try: for a NOWAIT whose error the code handles; not both",
             )
         return m.Take(
             lock=name,
@@ -515,6 +526,7 @@ class _Resolver:
             again=bool(raw.get("again", False)),
             order=raw.get("order"),
             option=option,
+            attempt=attempt,
             implicit=raw.get("implicit"),
             changes_key=bool(raw.get("changes_key", False)),
             backend=raw.get("backend"),

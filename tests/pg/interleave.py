@@ -159,10 +159,11 @@ class Compiler:
         for inst, s in self.instances(step, st):
             t = self.target(step.lock, inst)
             kind = self.kind(step.lock)
-            if kind == "row" and step.mode == "for key share" and not step.option:
+            option = step.how_it_avoids_waiting
+            if kind == "row" and step.mode == "for key share" and not option:
                 sql = sq.foreign_key_sql(t)
             else:
-                sql = sq.take_sql(t, step.mode, self.scope(step.lock), step.option)
+                sql = sq.take_sql(t, step.mode, self.scope(step.lock), option)
             key = (step.lock, inst)
             if key in s.held and _covers(kind, s.held[key], step.mode):
                 # A re-take never waits and changes nothing for the other transaction
@@ -290,7 +291,9 @@ def execution(
             x = scripts[s][i]
             sent.append((s, i))
             if waits(s, x):
-                if "nowait" in x.sql and "pg_try_" not in x.sql:
+                # NOWAIT fails with 55P03, and so does a try that finds the lock taken (the
+                # path gives up, as statements.take_sql writes it)
+                if ("nowait" in x.sql and "pg_try_" not in x.sql) or "lock_not_available" in x.sql:
                     failed[s] = True
                     held[s] = {}
                 elif "skip locked" in x.sql or "pg_try_" in x.sql:

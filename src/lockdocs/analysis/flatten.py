@@ -178,7 +178,7 @@ class Flattener:
             order=order,
             via=step.via,
             through=frame.through,
-            option=step.option,
+            option=step.how_it_avoids_waiting,
             implicit=step.implicit,
             changes_key=step.changes_key,
             note=step.note,

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple, TypeVar
 
+from lockdocs import model as m
 from lockdocs.analysis.flatten import Event, Held
 from lockdocs.diagnostics import Location
 from lockdocs.rules.context import Context
@@ -107,7 +108,7 @@ def _edges_of(ev: Event, ctx: Context, backend: str | None) -> list[Edge]:
                 through=ev.through,
                 held_at=h.acquired_at,
                 upgrade_from=upgrade_from,
-                never_waits=ev.option in ("nowait", "skip locked"),
+                never_waits=ev.option in m.NEVER_WAITS,
             )
         )
     return out

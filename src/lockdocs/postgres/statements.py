@@ -177,14 +177,25 @@ def target(lock: m.Lock, kind: str, instance: int, schema: str | None = None) ->
 
 
 def take_sql(t: Target, mode: str, scope: str = "transaction", option: str | None = None) -> str:
-    """The statement that takes `t` in `mode` (and waits, unless `option` says otherwise)."""
+    """The statement that takes `t` in `mode` (and waits, unless `option` says otherwise).
+    A `try` gives up as the declared code does when the lock is not free: the advisory form
+    raises lock_not_available (55P03, as NOWAIT does) when pg_try_* returns false, and a row or
+    table is taken NOWAIT."""
     if t.kind in ("advisory", "memory"):
         scope = "session" if t.kind == "memory" else scope
         fn = _ADVISORY_FUNCTIONS[(scope, mode)]
+        tried = f"{fn.replace('pg_', 'pg_try_', 1)}({t.key_args})"
+        if option == "try":
+            return (
+                f"do $$ begin if not {tried} then raise exception 'the lock is not free' "
+                "using errcode = 'lock_not_available'; end if; end $$"
+            )
         if option in ("nowait", "skip locked"):
-            return f"select {fn.replace('pg_', 'pg_try_', 1)}({t.key_args})"
+            return f"select {tried}"
         return f"select {fn}({t.key_args})"
     assert t.table is not None
+    if option == "try":
+        option = "nowait"
     if t.kind == "table":
         nowait = " nowait" if option == "nowait" else ""
         return f"lock table {t.table.sql} in {mode} mode{nowait}"

@@ -127,7 +127,9 @@ _doc(
     "The code takes the lock in another mode than declared.",
     "Compares the strongest mode a statement takes a lock in with the taker's `mode:` (or the "
     "lock's modes, or the step's mode); also NOWAIT and SKIP LOCKED against `option:` and "
-    "`options:`, and a session-level advisory call against a transaction-scoped lock.",
+    "`options:`, a session-level advisory call against a transaction-scoped lock, and a "
+    "`pg_try_advisory_*` call (which never waits) against a step that waits, or a waiting call "
+    "against a step declared `try:`.",
     "The lock-order analysis decides what waits for what from the declared modes: FOR UPDATE "
     "blocks a foreign-key check that FOR NO KEY UPDATE lets through, so a wrong mode gives a "
     "wrong answer.",

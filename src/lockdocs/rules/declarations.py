@@ -105,7 +105,9 @@ _doc(
     "invalid-mode",
     "A mode the lock's kind does not have, or the lock is not declared with.",
     "Checks every mode against the kind (advisory: shared/exclusive; row: FOR KEY SHARE ... FOR "
-    "UPDATE; table: the eight LOCK TABLE modes; memory: shared/exclusive) and the lock's modes.",
+    "UPDATE; table: the eight LOCK TABLE modes; memory: shared/exclusive) and the lock's modes; "
+    "also `option:` (NOWAIT, SKIP LOCKED) on a lock that is not a row lock, where a take that "
+    "never waits is declared with `try:`, and `option:` and `try:` on one take.",
     "The analysis decides conflicts from modes; a wrong mode gives a wrong answer.",
     {"locks.yaml": _LOCKS, "paths/ledger.yaml": _PATH + "        mode: exclusive\n"},
 )

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Severity
 from lockdocs.rules.context import Context, once_per_step, step_finding
 from lockdocs.rules.registry import rule
@@ -70,7 +71,7 @@ def no_timeout(ctx: Context) -> Iterable[Diagnostic]:
     # One finding per transaction kind, at the kind: that is where the fix goes.
     waiting: dict[str, dict[str, object]] = {}
     for ev in ctx.all_events:
-        if ev.kind != "acquire" or ev.option in ("nowait", "skip locked") or not ev.txkind:
+        if ev.kind != "acquire" or ev.option in m.NEVER_WAITS or not ev.txkind:
             continue
         if ctx.lock_kind(ev.lock, None) == "memory":
             continue

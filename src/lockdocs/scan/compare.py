@@ -38,6 +38,7 @@ class Decl:
     mode: str | None = None
     option: str | None = None
     taker: m.Taker | None = None
+    tries: bool = False  # a take step declared try: (it never waits)
 
 
 @dataclass
@@ -112,7 +113,7 @@ def declarations(model: m.Model) -> tuple[dict[str, list[Decl]], dict[str, list[
         for s in _walk(path.steps):
             if isinstance(s, m.Take) and s.via:
                 steps.setdefault(s.lock, []).append(
-                    Decl(s.lock, s.via, s.location, s.mode, s.option)
+                    Decl(s.lock, s.via, s.location, s.mode, s.option, tries=s.attempt is not None)
                 )
     return takers, steps
 
@@ -339,6 +340,26 @@ class Comparison:
                         locks=(lock.id,),
                         item=it,
                     )
+        if lock.kind == "advisory" and d.taker is None:
+            for it in items:
+                if it.lock.try_ == d.tries:
+                    continue
+                if it.lock.try_:
+                    message = f"{_stmt(it)} takes '{lock.id}' with {it.lock.function}, which never waits, but the step waits for it"
+                    hint = "declare try: on the step (what the code does when the lock is not free)"
+                else:
+                    message = f"{_stmt(it)} takes '{lock.id}' with {it.lock.function}, which waits, but the step is declared try:"
+                    hint = "use the pg_try_advisory_* form the step declares, or remove try: from the step"
+                self.add(
+                    "LD703",
+                    message,
+                    _loc(it),
+                    hint,
+                    details=(f"declared at {d.location}",),
+                    locks=(lock.id,),
+                    item=it,
+                )
+                break
         if lock.kind == "advisory":
             for it in items:
                 if it.lock.scope and it.lock.scope != lock.scope:

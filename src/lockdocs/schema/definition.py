@@ -490,6 +490,14 @@ def _step_schema() -> dict[str, Any]:
             },
             "order": _s("The order this take follows relative to earlier instances."),
             "option": _s("nowait or skip locked.", enum=["nowait", "skip locked"]),
+            "try": _s(
+                "A take that never waits (pg_try_advisory_xact_lock, NOWAIT whose error the code "
+                "handles, an in-process check that skips a held id): what the code does when "
+                "the lock is not free (skips the run, retries later, gives up). The steps after "
+                "it are what the path does once it has the lock. Never the waiting side of a "
+                "deadlock; what it takes counts as held.",
+                minLength=1,
+            ),
             "implicit": _s(
                 "The statement that takes the lock implicitly (UPDATE, DELETE, a foreign-key check)."
             ),

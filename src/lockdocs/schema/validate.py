@@ -118,6 +118,15 @@ def _describe(error: Any, doc: Document) -> Diagnostic:
         on_key = True
         message = f"'{inst}' is not a valid id"
         hint = "ids are lower-case slugs: letters, digits, '.', '_' and '-' (e.g. pool-row)"
+    elif validator == "minLength":
+        message = "this text must not be empty"
+        if path and path[-1] == "try":
+            hint = "say what the code does when the lock is not free (skips, retries, gives up)"
+        else:
+            hint = "write the text, or remove the field"
+    elif validator == "minimum":
+        message = f"{inst} is below the least allowed value, {error.validator_value}"
+        hint = f"write {error.validator_value} or more"
     elif validator in ("minProperties", "minItems"):
         message = "this must not be empty"
         hint = "add at least one entry, or remove the field"
@@ -141,7 +150,7 @@ def _describe(error: Any, doc: Document) -> Diagnostic:
         message = f"{_type_name(inst)} is not valid here"
         hint = error.schema.get("description", hint)
     else:
-        message = error.message
+        message = error.message or f"this value breaks the format's '{validator}' constraint"
     if not on_key and path and validator in ("enum", "const") and isinstance(path[-1], str):
         pass
     return Diagnostic("LD003", Severity.ERROR, message, doc.loc(path, key=on_key), hint)

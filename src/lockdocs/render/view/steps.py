@@ -45,6 +45,7 @@ class StepView:
     code_like: bool = False  # for a call: the label is an identifier, not words
     # for a take a foreign-key check implies: the write it comes from, in words
     derived: str | None = None
+    attempt: str | None = None  # for a try: what the code does when the lock is not free
     # for a write: what it inserts into or updates, and the foreign keys it leaves alone
     table: str | None = None
     write_how: str | None = None  # "inserts into" | "updates"
@@ -283,6 +284,7 @@ class StepLines:
             held_before=held_before,
             upgrade_from=upgrade_from,
             derived=step.derived,
+            attempt=step.attempt,
         )
 
     def untouched(self, step: m.Write) -> tuple[tuple[Link, str], ...]:
