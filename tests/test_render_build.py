@@ -125,13 +125,14 @@ def test_a_rebuild_draws_only_the_diagrams_whose_dot_changed(
     import lockdocs.render.svg as svg_mod
 
     drawn: list[str] = []
-    real = svg_mod.render_svg
+    real = svg_mod._dot
 
-    def counting(dot_text: str, dot_binary: str | None = None) -> str:
-        drawn.append(dot_text.splitlines()[0])
-        return real(dot_text, dot_binary)
+    def counting(binary: str, text: str, timeout: float, what: str) -> str:
+        # one `dot` run may draw several diagrams: each starts with its title comment
+        drawn.extend(line for line in text.splitlines() if line.startswith("// lockdocs-title:"))
+        return real(binary, text, timeout, what)
 
-    monkeypatch.setattr(svg_mod, "render_svg", counting)
+    monkeypatch.setattr(svg_mod, "_dot", counting)
     assert api_build(built, out=io.StringIO(), err=io.StringIO()) == 0
     assert drawn == [], "every SVG on disk was drawn from its current DOT"
     paths = built / "paths" / "maintenance.yaml"

@@ -11,6 +11,7 @@ from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Severity, sort_diagnostics
 
 if TYPE_CHECKING:
+    from lockdocs.progress import Progress
     from lockdocs.scan.compare import Coverage
 
 
@@ -111,25 +112,64 @@ def check(root: Path, *, drift: bool = True, svg: bool = True) -> CheckResult:
 
 
 def build(
-    root: Path, *, out: TextIO | None = None, err: TextIO | None = None, svg: bool = True
+    root: Path,
+    *,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+    svg: bool = True,
+    dot_timeout: float | None = None,
 ) -> int:
     """`lockdocs build`: load, analyse, then hand the model and its findings to the renderer.
-    0 written, 2 bad input (nothing written), 3 Graphviz failed; `svg` False skips Graphviz."""
+    0 written, 2 bad input (nothing written), 3 Graphviz failed; `svg` False skips Graphviz.
+    `dot_timeout` (seconds one diagram may take) overrides [tool.lockdocs] dot_timeout. A
+    build that runs longer than a couple of seconds shows its progress on a terminal."""
+    from lockdocs.progress import Progress
+
+    err = err or sys.stderr
+    with Progress(err) as progress:
+        return _build(root, out, err, svg, dot_timeout, progress)
+
+
+def _build(
+    root: Path,
+    out: TextIO | None,
+    err: TextIO,
+    svg: bool,
+    dot_timeout: float | None,
+    progress: Progress,
+) -> int:
+    from lockdocs import colour
     from lockdocs.render.build import build as write_docs
     from lockdocs.render.build import recover
     from lockdocs.report import REPORTERS
 
-    err = err or sys.stderr
     if recover(root):
         err.write("lockdocs: restored the files an interrupted build had half replaced\n")
+    progress.say("lockdocs: checking the declarations")
     model, diags = load(root)
     if model is None:
-        err.write(REPORTERS["text"](diags, "the declarations are not valid; nothing written"))
+        colour.write(
+            err, REPORTERS["text"](diags, "the declarations are not valid; nothing written")
+        )
         return 2
     found, coverage = analyse_all(model)
     if any(d.code.startswith("LD0") and d.severity is Severity.ERROR for d in found):
-        err.write(REPORTERS["text"](found, "the declarations are not valid; nothing written"))
+        colour.write(
+            err, REPORTERS["text"](found, "the declarations are not valid; nothing written")
+        )
         return 2
+    if dot_timeout is None:
+        from lockdocs.config import dot_timeout as configured
+
+        dot_timeout = configured(root)
     return write_docs(
-        root, model, sort_diagnostics(diags + found), out=out, err=err, svg=svg, coverage=coverage
+        root,
+        model,
+        sort_diagnostics(diags + found),
+        out=out,
+        err=err,
+        svg=svg,
+        coverage=coverage,
+        dot_timeout=dot_timeout,
+        progress=progress,
     )

@@ -6,6 +6,7 @@ Exit codes: 0 clean, 1 findings or drift, 2 bad input or usage, 3 an internal er
 from __future__ import annotations
 
 import json
+import os
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -24,6 +25,42 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from lockdocs import __version__
+
+        typer.echo(f"lockdocs {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            help="Print the version and exit.",
+            is_eager=True,
+            callback=_print_version,
+        ),
+    ] = False,
+) -> None:
+    """Declare database locks once in YAML; check their order; render the lock page."""
+
+
+class Shell(StrEnum):
+    bash = "bash"
+    zsh = "zsh"
+    fish = "fish"
+
+
+COMPLETE_VAR = "_LOCKDOCS_COMPLETE"
+if os.environ.get(COMPLETE_VAR):  # the shell asks for completions: typer's classes answer
+    from typer._completion_classes import completion_init
+
+    completion_init()
 
 
 class ExportFormat(StrEnum):
@@ -377,9 +414,31 @@ def build(
             "lockdocs check --no-svg.",
         ),
     ] = False,
+    dot_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--dot-timeout",
+            help="Seconds Graphviz may take to draw one diagram (default: dot_timeout under "
+            "[tool.lockdocs] in pyproject.toml, else 120).",
+            min=0.001,
+        ),
+    ] = None,
 ) -> None:
     """Write the lock page, its DOT diagrams and their SVGs under docs/, all or nothing."""
     from lockdocs.api import build as run_build
 
     base = _root(root)
-    raise typer.Exit(run_build(base, svg=not no_svg))
+    raise typer.Exit(run_build(base, svg=not no_svg, dot_timeout=dot_timeout))
+
+
+@app.command()
+def completion(shell: Annotated[Shell, typer.Argument(help="bash, zsh or fish.")]) -> None:
+    """Print the shell completion script (bash: eval "$(lockdocs completion bash)" in ~/.bashrc)."""
+    from typer._completion_classes import completion_init
+    from typer._completion_shared import get_completion_script
+
+    completion_init()
+    script = get_completion_script(
+        prog_name="lockdocs", complete_var=COMPLETE_VAR, shell=shell.value
+    )
+    sys.stdout.write(script.rstrip("\n") + "\n")

@@ -67,7 +67,13 @@ def emit(
     if fmt is Format.json and extra:
         sys.stdout.write(json_report(diags, summary, where, extra))
         return
-    sys.stdout.write(REPORTERS[fmt.value](diags, summary, where))
+    text = REPORTERS[fmt.value](diags, summary, where)
+    if fmt is Format.text:
+        from lockdocs import colour
+
+        colour.write(sys.stdout, text)
+        return
+    sys.stdout.write(text)
 
 
 def summary(diags: list[Diagnostic]) -> str:

@@ -12,7 +12,9 @@ docs/, which any site generator can serve. This plugin only adds conveniences fo
   diagrams rendered at build time;
 - a generated page hides Material's left sidebar, so its wide tables get the room, and each
   diagram links to itself at full size (a large lock-order graph is scaled down to fit);
-- under `mkdocs serve` it watches locks.yaml, paths/ and templates/ so an edit reloads the page.
+- under `mkdocs serve` it watches locks.yaml, paths/ and templates/ so an edit reloads the page,
+  and a failure does not stop the server: the last page that built stays, with the error on
+  it and in the terminal, until the files are fixed.
 
 ```yaml
 plugins:
@@ -49,7 +51,7 @@ log = logging.getLogger("mkdocs.plugins.lockdocs")
 
 # SVG by the sha256 of its DOT: `mkdocs serve` rebuilds often and most diagrams do not change.
 _SVG_CACHE: dict[str, str] = {}
-_SVG_CACHE_MAX = 256
+_SVG_CACHE_MAX = 4096
 
 
 # An <img> of an SVG, and the <a ...> right before it when it already is a link.
@@ -77,30 +79,40 @@ class _Project:
     label: str  # how messages name it
 
 
-def _svg(root: Path, rel: str, dot: str) -> str:
-    """The SVG of a DOT: the committed one when its stamp matches the DOT, else drawn now."""
-    from lockdocs.render.svg import GraphvizError, dot_hash, render_svg, svg_stamp
+def _svgs(root: Path, dots: dict[str, str]) -> dict[str, str]:
+    """The SVG of each DOT ({dot path: DOT} -> {svg path: SVG}): the committed one when its
+    stamp matches the DOT, else one drawn earlier in this process, else drawn now (together,
+    many to a `dot` process)."""
+    from lockdocs.render.svg import GraphvizError, dot_hash, render_svgs, svg_stamp
 
-    digest = dot_hash(dot)
-    committed = root / rel
-    if committed.is_file():
-        try:
-            text = committed.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            text = ""
+    out: dict[str, str] = {}
+    todo: dict[str, str] = {}
+    for rel, dot in dots.items():
+        svg_rel = rel[: -len(".dot")] + ".svg"
+        digest = dot_hash(dot)
+        committed = root / svg_rel
+        text = ""
+        if committed.is_file():
+            try:
+                text = committed.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                text = ""
         if svg_stamp(text) == digest:
-            return text
-    cached = _SVG_CACHE.get(digest)
-    if cached is not None:
-        return cached
+            out[svg_rel] = text
+        elif digest in _SVG_CACHE:
+            out[svg_rel] = _SVG_CACHE[digest]
+        else:
+            todo[svg_rel] = dot
     try:
-        svg = render_svg(dot)
+        drawn = render_svgs(todo)
     except GraphvizError as exc:
-        raise PluginError(f"lockdocs: cannot draw {rel}: {exc}") from None
-    if len(_SVG_CACHE) >= _SVG_CACHE_MAX:
-        _SVG_CACHE.clear()
-    _SVG_CACHE[digest] = svg
-    return svg
+        raise PluginError(f"lockdocs: cannot draw the diagrams: {exc}") from None
+    for svg_rel, svg in drawn.items():
+        if len(_SVG_CACHE) >= _SVG_CACHE_MAX:
+            _SVG_CACHE.clear()
+        _SVG_CACHE[dot_hash(todo[svg_rel])] = svg
+    out.update(drawn)
+    return {rel: out[rel] for rel in sorted(out)}
 
 
 def _report(diagnostics: list[Any]) -> str:
@@ -151,11 +163,11 @@ def render_project(project: _Project) -> tuple[dict[str, str], list[Path]]:
     for rel, text in rendered.items():
         # render_outputs names files from the project root (docs/...); MkDocs wants them
         # relative to its docs_dir.
-        under_docs = rel.removeprefix(DOCS + "/")
-        outputs[under_docs] = text
-        if rel.endswith(".dot"):
-            svg_rel = rel[: -len(".dot")] + ".svg"
-            outputs[svg_rel.removeprefix(DOCS + "/")] = _svg(project.root, svg_rel, text)
+        outputs[rel.removeprefix(DOCS + "/")] = text
+    svgs = _svgs(
+        project.root, {rel: text for rel, text in rendered.items() if rel.endswith(".dot")}
+    )
+    outputs.update({rel.removeprefix(DOCS + "/"): text for rel, text in svgs.items()})
     read = [project.root / name for name in result.model.files]
     return outputs, read
 
@@ -185,6 +197,45 @@ def _require_extensions(outputs: dict[str, str], config: MkDocsConfig, project: 
             )
 
 
+def _tell(error: str) -> None:
+    """The error in the terminal, as MkDocs words its own, but not through its logger: under
+    `strict: true` a logged warning or error would fail the build this plugin keeps going."""
+    import sys
+
+    first, *rest = error.splitlines() or [""]
+    sys.stderr.write(f"ERROR    -  {first}\n" + "".join(f"           {r}\n" for r in rest))
+    sys.stderr.write(
+        "ERROR    -  lockdocs: serving the last page that built; fix the files and it reloads\n"
+    )
+
+
+def _banner(error: str) -> str:
+    """The error at the top of the page while it fails (Material's failure admonition, as
+    plain HTML so it needs no Markdown extension)."""
+    import html
+
+    return (
+        '<div class="admonition failure lockdocs-error">\n'
+        '<p class="admonition-title">lockdocs: this page is the last one that built; the '
+        "declarations now fail</p>\n"
+        f"<pre><code>{html.escape(error)}</code></pre>\n</div>\n\n"
+    )
+
+
+def _committed(project: _Project) -> dict[str, str]:
+    """What the project's last `lockdocs build` wrote (its manifest), for a server whose very
+    first build fails: those files, as committed, relative to docs/."""
+    from lockdocs.render.build import DOCS, read_manifest
+
+    out: dict[str, str] = {}
+    for rel in read_manifest(project.root):
+        try:
+            out[rel.removeprefix(DOCS + "/")] = (project.root / rel).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+    return out
+
+
 class LockdocsPlugin(BasePlugin[LockdocsConfig]):  # type: ignore[no-untyped-call]
     """See the module docstring."""
 
@@ -192,6 +243,17 @@ class LockdocsPlugin(BasePlugin[LockdocsConfig]):  # type: ignore[no-untyped-cal
         self._projects: list[_Project] = []
         self._watch: set[Path] = set()
         self._pages: set[str] = set()  # src_uri of every generated Markdown page
+        # `mkdocs serve` keeps this instance across rebuilds (it has on_startup): the last
+        # outputs that rendered, per project, and the error each failing project has now.
+        self._serving = False
+        self._last_good: dict[Path, dict[str, str]] = {}
+        self._failing: dict[str, str] = {}  # project prefix -> the error, this build
+
+    def on_startup(self, *, command: str, dirty: bool) -> None:
+        """Under `mkdocs serve` a failure does not stop the server: the last good page stays,
+        with the error on it and in the terminal (a PluginError would stop the first build,
+        and make a later one leave every request waiting until the files are fixed)."""
+        self._serving = command == "serve"
 
     def on_config(self, config: MkDocsConfig) -> MkDocsConfig | None:
         base_dir = Path(config.config_file_path or ".").resolve().parent
@@ -214,9 +276,20 @@ class LockdocsPlugin(BasePlugin[LockdocsConfig]):  # type: ignore[no-untyped-cal
         return config
 
     def on_files(self, files: Files, /, *, config: MkDocsConfig) -> Files | None:
+        self._failing = {}
         for project in self._projects:
-            outputs, read = render_project(project)
-            _require_extensions(outputs, config, project)
+            try:
+                outputs, read = render_project(project)
+                _require_extensions(outputs, config, project)
+            except PluginError as exc:
+                if not self._serving:
+                    raise
+                _tell(str(exc))
+                self._failing[project.prefix] = str(exc)
+                outputs = self._last_good.get(project.root) or _committed(project)
+                read = []
+            else:
+                self._last_good[project.root] = outputs
             self._watch.update(
                 file.parent if file.parent != project.root else file for file in read
             )
@@ -238,6 +311,10 @@ class LockdocsPlugin(BasePlugin[LockdocsConfig]):  # type: ignore[no-untyped-cal
         unless its front matter says otherwise."""
         if page.file.src_uri in self._pages and "hide" not in page.meta:
             page.meta["hide"] = ["navigation"]
+        if page.file.src_uri in self._pages:
+            for prefix, error in self._failing.items():
+                if page.file.src_uri.startswith(prefix):
+                    return _banner(error) + markdown
         return markdown
 
     def on_page_content(

@@ -12,9 +12,11 @@ from typing import Any
 
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Location, Severity
+from lockdocs.grammar import an
 from lockdocs.keys import resolve_key
 from lockdocs.load import Document, read_file
 from lockdocs.modes import modes_for_kind
+from lockdocs.schema.definition import ALL_MODES
 
 LOCKS_FILE = "locks.yaml"
 
@@ -113,7 +115,7 @@ class _Resolver:
                     self.err(
                         "LD006",
                         self.ld.loc((*base, "modes", mode), key=True),
-                        f"a {kind} lock has no mode '{mode}'",
+                        f"{an(kind)} lock has no mode '{mode}'",
                         "modes of a " + kind + " lock: " + ", ".join(valid),
                     )
                 modes.append((mode, str(text)))
@@ -125,7 +127,7 @@ class _Resolver:
                     self.err(
                         "LD003",
                         self.ld.loc((*base, "key"), key=True),
-                        f"a {kind} lock has no advisory key",
+                        f"{an(kind)} lock has no advisory key",
                         "remove key:, or make the lock kind: advisory",
                     )
                 else:
@@ -154,7 +156,7 @@ class _Resolver:
                     self.err(
                         "LD006",
                         self.ld.loc((*base, "taken_by", i, "mode")),
-                        f"a {kind} lock has no mode '{tmode}'",
+                        f"{an(kind)} lock has no mode '{tmode}'",
                         "modes of a " + kind + " lock: " + ", ".join(valid),
                     )
                 takers.append(
@@ -186,7 +188,7 @@ class _Resolver:
                     self.err(
                         "LD006",
                         self.ld.loc((*base, "backends", b.name, "mode")),
-                        f"a {b.kind} lock has no mode '{b.mode}'",
+                        f"{an(b.kind)} lock has no mode '{b.mode}'",
                         "modes: " + ", ".join(modes_for_kind(b.kind)),
                     )
             out[lid] = m.Lock(
@@ -227,7 +229,7 @@ class _Resolver:
             self.err(
                 "LD003",
                 where,
-                f"a {kind} lock lives in the database, not in one process",
+                f"{an(kind)} lock lives in the database, not in one process",
                 "scope: process is for kind: memory; use transaction or session",
             )
         if scope == "transaction" and kind == "memory":
@@ -252,7 +254,7 @@ class _Resolver:
             self.err(
                 "LD003",
                 where,
-                f"a {kind} lock cannot be {declared}-scoped",
+                f"{an(kind)} lock cannot be {declared}-scoped",
                 "memory locks are process or session; database locks transaction or session",
             )
         return str(declared)
@@ -262,7 +264,7 @@ class _Resolver:
             self.err(
                 "LD003",
                 self.ld.loc(("locks", lid, "cluster_wide"), key=True),
-                f"a {kind} lock lives in one database; only an advisory key can name an object "
+                f"{an(kind)} lock lives in one database; only an advisory key can name an object "
                 "of the whole cluster",
                 "remove cluster_wide:, or make the lock kind: advisory",
             )
@@ -293,7 +295,7 @@ class _Resolver:
             self.err(
                 "LD003",
                 self.ld.loc(("locks", lid, "references"), key=True),
-                f"a {kind} lock has no rows for a foreign key to reference",
+                f"{an(kind)} lock has no rows for a foreign key to reference",
                 "references: belongs on a row lock; remove it here",
             )
         return tuple(m.Reference(r["table"], r["column"]) for r in refs)
@@ -346,12 +348,21 @@ class _Resolver:
                 return lock.mode_names[0]
             return lock.default_mode
         valid = modes_for_kind(lock.kind)
-        if mode not in valid:
+        if mode not in ALL_MODES:  # a typo: the schema lets it through for this message
+            close = difflib.get_close_matches(mode, [*lock.mode_names, *valid], n=1)
             self.err(
                 "LD006",
                 doc.loc((*path, "mode")),
-                f"a {lock.kind} lock has no mode '{mode}'",
-                f"modes of a {lock.kind} lock: " + ", ".join(valid),
+                f"'{mode}' is not a mode of this lock ('{lock.id}')"
+                + (f"; did you mean '{close[0]}'?" if close else ""),
+                f"lock '{lock.id}' is declared with " + " or ".join(lock.mode_names),
+            )
+        elif mode not in valid:
+            self.err(
+                "LD006",
+                doc.loc((*path, "mode")),
+                f"{an(lock.kind)} lock has no mode '{mode}'",
+                f"modes of {an(lock.kind)} lock: " + ", ".join(valid),
             )
         elif mode not in lock.mode_names:
             self.err(

@@ -314,11 +314,11 @@ def backends(model: m.Model) -> tuple[str | None, ...]:
 
 
 def flatten(model: m.Model, backend: str | None = None, only: str | None = None) -> list[Event]:
-    """Every standalone path's events, in declaration order."""
+    """Every standalone path's events, in declaration order (or one path's, `only`: looked up,
+    not searched for, so the page's one call per path stays linear in paths)."""
     f = Flattener(model, backend)
-    for pid, path in model.paths.items():
-        if only is not None and pid != only:
-            continue
+    chosen = model.paths.items() if only is None else [(only, model.paths[only])]
+    for _, path in chosen:
         if not path.standalone and only is None:
             continue
         f.path(path)

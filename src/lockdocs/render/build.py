@@ -21,6 +21,7 @@ from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Location, Severity, sort_diagnostics
 
 if TYPE_CHECKING:
+    from lockdocs.progress import Progress
     from lockdocs.scan.compare import Coverage
 
 DOCS = "docs"
@@ -457,27 +458,34 @@ def write_files(root: Path, files: dict[str, str]) -> tuple[list[str], list[str]
     return sorted(r for r in changed if r != MANIFEST), sorted(stale)
 
 
-def _draw(root: Path, files: dict[str, str]) -> dict[str, str]:
+def _draw(
+    root: Path,
+    files: dict[str, str],
+    *,
+    timeout: float | None = None,
+    progress: Progress | None = None,
+) -> dict[str, str]:
     """An SVG for every DOT: the one on disk when its stamp says it was drawn from this very
-    DOT, else drawn now; the new ones in a few `dot` processes at once (a page has one diagram
-    per path, and most builds change few of them)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from lockdocs.render.svg import dot_hash, render_svg, svg_stamp
+    DOT (the cache: a diagram whose DOT is unchanged is never drawn again), else drawn now,
+    many to a `dot` process and one process per core (`svg.render_svgs`)."""
+    from lockdocs.render.svg import DOT_TIMEOUT, dot_hash, render_svgs, svg_stamp
 
     out: dict[str, str] = {}
-    todo: list[str] = []
+    todo: dict[str, str] = {}
     for rel in (r for r in files if r.endswith(".dot")):
         old = _read(root / _svg_path(rel))
         if old is not None and svg_stamp(old) == dot_hash(files[rel]):
             out[_svg_path(rel)] = old
         else:
-            todo.append(rel)
+            todo[rel] = files[rel]
     if todo:
-        workers = max(1, min(4, os.cpu_count() or 1, len(todo)))
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            drawn = list(pool.map(lambda rel: render_svg(files[rel]), todo))
-        out.update({_svg_path(rel): svg_text for rel, svg_text in zip(todo, drawn, strict=True)})
+
+        def shown(done: int, total: int) -> None:
+            if progress is not None:
+                progress.count("drawing diagrams", done, total)
+
+        drawn = render_svgs(todo, timeout=timeout or DOT_TIMEOUT, progress=shown)
+        out.update({_svg_path(rel): svg_text for rel, svg_text in drawn.items()})
     return out
 
 
@@ -490,6 +498,8 @@ def build(
     err: TextIO | None = None,
     svg: bool = True,
     coverage: Coverage | None = None,
+    dot_timeout: float | None = None,
+    progress: Progress | None = None,
 ) -> int:
     """Write the docs of an analysed model (the caller loads and checks it, see `api.build`):
     0 written, 2 bad input (nothing written), 3 Graphviz failed.
@@ -501,6 +511,8 @@ def build(
 
     out = out or sys.stdout
     err = err or sys.stderr
+    if progress is not None:
+        progress.say("lockdocs: rendering the page")
     try:
         files = render_outputs(model, diagnostics, coverage)
     except RenderError as exc:
@@ -508,10 +520,12 @@ def build(
         return 2
     try:
         if svg:
-            files.update(_draw(root, files))
+            files.update(_draw(root, files, timeout=dot_timeout, progress=progress))
     except GraphvizError as exc:
         err.write(f"lockdocs: {exc}; nothing written\n")
         return 2 if exc.usage else 3
+    if progress is not None:
+        progress.say(f"lockdocs: writing {len(files):,} files")
     written, removed = write_files(root, dict(sorted(files.items())))
     remember_clean(root, model, svg=svg, coverage=coverage)
     for rel in written:

@@ -87,6 +87,16 @@ class EdgeSet:
                     raw.append(_Raw(h.lock, ev.lock, ev.path, h.mode, ev.mode, ordered, None))
         self.raw = raw
         self.pairs = _pairs(model, raw)
+        self._raw_of: dict[tuple[str, str], list[_Raw]] | None = None
+
+    def raw_of(self, src: str, dst: str) -> list[_Raw]:
+        """The raw edges of one (held, taken) pair, in graph order (indexed on first use)."""
+        if self._raw_of is None:
+            index: dict[tuple[str, str], list[_Raw]] = {}
+            for r in self.raw:
+                index.setdefault((r.src, r.dst), []).append(r)
+            self._raw_of = index
+        return self._raw_of.get((src, dst), [])
 
     def gate(self, a: _Raw, b: _Raw) -> tuple[str, str, str] | None:
         """(lock, mode on a's side, mode on b's side) of a singleton both hold in conflicting

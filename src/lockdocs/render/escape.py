@@ -15,6 +15,7 @@ import json
 import re
 import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import quote, urlsplit
 
 # Characters that start or end Markdown inline syntax; a backslash makes each literal in both
@@ -280,8 +281,10 @@ class Link:
     href: str | None = None
 
 
+@lru_cache(maxsize=1 << 16)
 def link(value: Link) -> str:
-    """A Markdown link whose text cannot close the brackets and whose target is checked."""
+    """A Markdown link whose text cannot close the brackets and whose target is checked
+    (cached: a large page links the same lock or path thousands of times)."""
     label = text(value.text)
     target = safe_url(value.href) if value.href is not None else None
     if target is None:

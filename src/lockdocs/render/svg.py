@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 
 STAMP = "lockdocs-dot-sha256"
 _STAMP_RE = re.compile(r"<!-- " + STAMP + r": ([0-9a-f]{64}) -->")
@@ -83,29 +84,172 @@ def svg_stamp(svg: str) -> str | None:
     return found.group(1) if found else None
 
 
-def render_svg(dot_text: str, dot_binary: str | None = None) -> str:
-    """Run `dot -Tsvg` on the text and return the stamped SVG."""
+DOT_TIMEOUT = 120.0  # seconds one diagram may take; [tool.lockdocs] dot_timeout, --dot-timeout
+
+
+def _binary(dot_binary: str | None) -> str:
     binary = dot_binary or find_dot()
     if binary is None:
         raise GraphvizError(
             "Graphviz's dot is not installed; install it (Debian/Ubuntu: apt-get install "
-            "graphviz; macOS: brew install graphviz) or set LOCKDOCS_DOT to its path",
+            "graphviz; macOS: brew install graphviz), set LOCKDOCS_DOT to its path, or build "
+            "with --no-svg",
             usage=True,
         )
+    return binary
+
+
+def _dot(binary: str, text: str, timeout: float, what: str) -> str:
+    """`dot -Tsvg` on `text` (one graph or several): its standard output."""
     try:
         proc = subprocess.run(  # a fixed argv; the DOT goes to stdin
             [binary, "-Tsvg"],
-            input=dot_text.encode("utf-8"),
+            input=text.encode("utf-8"),
             capture_output=True,
-            timeout=120,
+            timeout=timeout,
             check=False,
         )
-    except (OSError, subprocess.TimeoutExpired) as exc:
+    except subprocess.TimeoutExpired:
+        raise GraphvizError(
+            f"{binary} did not finish drawing {what} in {timeout:g} s; allow it longer with "
+            "dot_timeout under [tool.lockdocs] in pyproject.toml or --dot-timeout, or build "
+            "with --no-svg",
+            usage=True,
+        ) from None
+    except OSError as exc:
         raise GraphvizError(f"cannot run {binary}: {exc}", usage=True) from None
+    if proc.returncode < 0:  # killed by a signal: out of memory, or stopped from outside
+        raise GraphvizError(
+            f"{binary} -Tsvg was stopped by signal {-proc.returncode} while drawing {what} "
+            "(out of memory?)",
+            usage=True,
+        )
     if proc.returncode != 0:
         detail = proc.stderr.decode("utf-8", "replace").strip()
         raise GraphvizError(
-            f"{binary} -Tsvg failed (exit {proc.returncode}): {detail}", usage=False
+            f"{binary} -Tsvg failed on {what} (exit {proc.returncode}): {detail}", usage=False
         )
-    svg = proc.stdout.decode("utf-8", "replace").replace("\r\n", "\n")
+    return proc.stdout.decode("utf-8", "replace").replace("\r\n", "\n")
+
+
+def _finish(svg: str, dot_text: str, binary: str, what: str) -> str:
+    if "<svg" not in svg:  # dot 2.43 exits 0 and writes nothing for some inputs
+        raise GraphvizError(f"{binary} -Tsvg wrote no SVG for {what}", usage=False)
     return stamp(describe(svg, dot_text), dot_hash(dot_text))
+
+
+def render_svg(
+    dot_text: str, dot_binary: str | None = None, timeout: float = DOT_TIMEOUT, what: str = ""
+) -> str:
+    """Run `dot -Tsvg` on the text and return the stamped SVG."""
+    binary = _binary(dot_binary)
+    what = what or "a diagram"
+    return _finish(_dot(binary, dot_text, timeout, what), dot_text, binary, what)
+
+
+# --- many diagrams at once -------------------------------------------------------------------
+#
+# A `dot` process spends about 25 ms starting (its plugins, fontconfig, pango) and a few ms on a
+# path's diagram, so a page of thousands of diagrams draws them many to a process: `dot` reads
+# graph after graph from one input and writes one SVG document after another. Each diagram's
+# SVG must still depend on its DOT alone, whatever else a process drew before it. Two things in
+# Graphviz 2.43 do not: the outer group of every graph after the first is named
+# "page0,1_graph0" instead of "graph0" (put back below), and the order of a graph's named
+# subgraphs follows the addresses of their interned names, which depend on what the process
+# allocated before; so a DOT with two clusters or more is drawn in a process of its own.
+# tests/test_svg_batch.py compares every batched SVG with the same DOT drawn alone.
+
+BATCH_GRAPHS = 64
+BATCH_BYTES = 256 * 1024
+_NAMED_SUBGRAPH_RE = re.compile(r"\bsubgraph\s+[^\s{]")
+_PAGE_GROUP_RE = re.compile(r'<g id="page\d+,\d+_graph(\d+)"')
+_DOC_START = "<?xml "
+
+
+def _alone(dot_text: str) -> bool:
+    return len(dot_text) > BATCH_BYTES // 4 or len(_NAMED_SUBGRAPH_RE.findall(dot_text)) >= 2
+
+
+def plan(names: list[str], dots: dict[str, str]) -> list[list[str]]:
+    """The `dot` runs for these diagrams: the ones drawn alone first (the large lock-order
+    diagrams are among them, so they start early), then the others in batches, in order."""
+    singles = [
+        [n] for n in sorted((n for n in names if _alone(dots[n])), key=lambda n: -len(dots[n]))
+    ]
+    batches: list[list[str]] = []
+    size = 0
+    for n in names:
+        if _alone(dots[n]):
+            continue
+        if not batches or len(batches[-1]) >= BATCH_GRAPHS or size + len(dots[n]) > BATCH_BYTES:
+            batches.append([])
+            size = 0
+        batches[-1].append(n)
+        size += len(dots[n])
+    return singles + batches
+
+
+def _split(out: str, count: int) -> list[str] | None:
+    """The SVG documents of one batched run, or None when there are not `count` of them."""
+    starts = [m.start() for m in re.finditer(r"(?m)^<\?xml ", out)]
+    if len(starts) != count or (starts and out[: starts[0]].strip()):
+        return None
+    docs = [out[a:b] for a, b in zip(starts, [*starts[1:], len(out)], strict=True)]
+    return [_PAGE_GROUP_RE.sub(r'<g id="graph\1"', d) for d in docs]
+
+
+def _run_job(binary: str, job: list[str], dots: dict[str, str], timeout: float) -> dict[str, str]:
+    if len(job) == 1:
+        name = job[0]
+        return {name: _finish(_dot(binary, dots[name], timeout, name), dots[name], binary, name)}
+    try:
+        docs = _split(_dot(binary, "".join(dots[n] for n in job), timeout, job[0]), len(job))
+    except GraphvizError:
+        docs = None
+    if docs is None:  # draw each alone: the error then names the diagram
+        out: dict[str, str] = {}
+        for name in job:
+            out.update(_run_job(binary, [name], dots, timeout))
+        return out
+    return {n: _finish(d, dots[n], binary, n) for n, d in zip(job, docs, strict=True)}
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def render_svgs(
+    dots: dict[str, str],
+    *,
+    timeout: float = DOT_TIMEOUT,
+    dot_binary: str | None = None,
+    workers: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, str]:
+    """A stamped SVG for each DOT ({name: DOT} -> {name: SVG}), one `dot` run per core at a
+    time. `progress(done, total)` is called as diagrams finish. Raises GraphvizError."""
+    if not dots:
+        return {}
+    from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+
+    binary = _binary(dot_binary)
+    jobs = plan(list(dots), dots)
+    count = max(1, min(workers or _cpus(), 8, len(jobs)))
+    out: dict[str, str] = {}
+    with ThreadPoolExecutor(max_workers=count) as pool:
+        pending = {pool.submit(_run_job, binary, job, dots, timeout) for job in jobs}
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+            for fut in done:
+                problem = fut.exception()
+                if problem is not None:
+                    for other in pending:
+                        other.cancel()
+                    raise problem
+                out.update(fut.result())
+            if progress is not None:
+                progress(len(out), len(dots))
+    return {n: out[n] for n in dots}

@@ -107,6 +107,7 @@ def load_all() -> dict[str, RuleInfo]:
         ordering,
         practice,
         processes,
+        settings,
         waivers,
     )
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Location, Severity
+from lockdocs.grammar import an
 from lockdocs.scan.collect import Item, ScanResult, same_table
 from lockdocs.scan.found import Site
 from lockdocs.scan.keyshape import describe, key_differences
@@ -365,8 +366,8 @@ class Comparison:
                 if it.lock.scope and it.lock.scope != lock.scope:
                     self.add(
                         "LD703",
-                        f"{_stmt(it)} takes '{lock.id}' with {it.lock.function}, a "
-                        f"{it.lock.scope}-level lock, but the lock is declared {lock.scope}-scoped",
+                        f"{_stmt(it)} takes '{lock.id}' with {it.lock.function}, "
+                        f"{an(it.lock.scope)}-level lock, but the lock is declared {lock.scope}-scoped",
                         _loc(it),
                         "use the pg_advisory_xact_* form for a transaction-scoped lock, or "
                         f"declare scope: {it.lock.scope}",
@@ -462,7 +463,7 @@ class Comparison:
                     f"{_stmt(it)} takes {describe_lock(it)}, and no declared lock is on "
                     f"{it.lock.table}",
                     _loc(it),
-                    f"declare a {it.lock.kind} lock with table: {it.lock.table} and this "
+                    f"declare {an(it.lock.kind)} lock with table: {it.lock.table} and this "
                     "statement as its taker, or waive it here with '-- lockdocs: ignore LD702 "
                     "<reason>'",
                     item=it,

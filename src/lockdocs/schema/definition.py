@@ -464,10 +464,10 @@ PLANNED = _obj(
 CHECKS = {
     "type": "object",
     "description": (
-        "Severity per check code: error, warning, info or off (YAML reads a bare off as "
-        "false, which means off too)."
+        "Severity per check code (LD301: info): error, warning, info or off (YAML reads a "
+        "bare off as false, which means off too). A code that names no check is a warning "
+        "(LD020)."
     ),
-    "propertyNames": {"pattern": "^LD[0-9]{3}$"},
     "additionalProperties": {"enum": ["error", "warning", "info", "off", False]},
 }
 

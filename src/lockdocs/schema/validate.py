@@ -12,6 +12,7 @@ import functools
 from typing import Any
 
 from lockdocs.diagnostics import Diagnostic, Severity
+from lockdocs.grammar import an
 from lockdocs.load import Document
 from lockdocs.schema.definition import locks_schema, paths_schema
 from lockdocs.schema.fastcheck import Validator
@@ -96,7 +97,7 @@ def _describe(error: Any, doc: Document) -> Diagnostic:
     elif validator == "type":
         want = error.validator_value
         message = f"expected {want}, found {_type_name(inst)}"
-        hint = f"write a {want} here"
+        hint = f"write {an(want)} here"
     elif validator == "enum":
         choices = ", ".join(str(c) for c in error.validator_value)
         message = f"'{inst}' is not one of the allowed values"
@@ -146,6 +147,19 @@ def _describe(error: Any, doc: Document) -> Diagnostic:
         else:
             message = "a step has one kind; found " + ", ".join(present)
             hint = "split it into one step each"
+    elif validator == "oneOf" and path and "steps" in path and not isinstance(inst, dict):
+        words = [str(w) for sub in error.schema.get("oneOf", []) for w in sub.get("enum", [])]
+        if isinstance(inst, str):
+            message = f"'{inst}' is not a step"
+            close = difflib.get_close_matches(inst, [*words, *STEP_KEYS], n=1)
+            lead = f"did you mean '{close[0]}'? (" if close else ""
+        else:
+            message = f"{_type_name(inst)} is not a step"
+            lead = ""
+        hint = (
+            f"{lead}a step is the word {' or '.join(words)}, or a mapping that starts with one "
+            "of " + ", ".join(f"{k}:" for k in STEP_KEYS) + (")" if lead else "")
+        )
     elif validator == "oneOf":
         message = f"{_type_name(inst)} is not valid here"
         hint = error.schema.get("description", hint)
@@ -154,6 +168,20 @@ def _describe(error: Any, doc: Document) -> Diagnostic:
     if not on_key and path and validator in ("enum", "const") and isinstance(path[-1], str):
         pass
     return Diagnostic("LD003", Severity.ERROR, message, doc.loc(path, key=on_key), hint)
+
+
+def _step_mode_typo(error: Any, kind: str) -> bool:
+    """A step's mode that is no mode at all ('for nokey update'): the model builder says what
+    the lock's modes are, which the schema does not know."""
+    path = tuple(error.absolute_path)
+    return (
+        kind == "paths"
+        and error.validator == "enum"
+        and isinstance(error.instance, str)
+        and len(path) >= 2
+        and path[-1] == "mode"
+        and "steps" in path
+    )
 
 
 def validate(doc: Document, kind: str) -> list[Diagnostic]:
@@ -166,6 +194,8 @@ def validate(doc: Document, kind: str) -> list[Diagnostic]:
     order: list[tuple[object, ...]] = []
     for error in validator.iter_errors(doc.data):
         for leaf in _leaf_errors(error):
+            if _step_mode_typo(leaf, kind):
+                continue  # reported with the lock's own modes when the model is built
             group = "value" if leaf.validator in rank else leaf.validator
             where = (*leaf.absolute_path, group)
             if where not in best:

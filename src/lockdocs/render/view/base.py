@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from lockdocs import model as m
 from lockdocs.analysis.flatten import Event, flatten
 from lockdocs.diagnostics import Diagnostic
-from lockdocs.render.edges import EdgeSet, page_path_order
+from lockdocs.render.edges import EdgeSet, PairEdge, page_path_order
 from lockdocs.render.escape import Link, slug
 from lockdocs.render.words import bare, levels
 
@@ -104,6 +104,33 @@ class Context:
         self.callers = self._callers()
         self.edges = EdgeSet(model)
         self._events: dict[str, list[Event]] = {}
+        self._pairs_of: dict[str, list[PairEdge]] | None = None
+        self._derived: dict[str, list[str]] | None = None
+
+    def derived_in(self, lock_id: str) -> list[str]:
+        """The paths (in declaration order) with a take of the lock that lockdocs derived
+        (indexed once over every path's steps, not once per lock)."""
+        if self._derived is None:
+            index: dict[str, list[str]] = {}
+            for pid, p in self.model.paths.items():
+                for lid in dict.fromkeys(
+                    s.lock for s in walk(p.steps) if isinstance(s, m.Take) and s.derived
+                ):
+                    index.setdefault(lid, []).append(pid)
+            self._derived = index
+        return self._derived.get(lock_id, [])
+
+    def pairs_of(self, lock_id: str) -> list[PairEdge]:
+        """The edges that hold or take the lock, in the graph's order (indexed once: a page
+        of thousands of locks would otherwise scan every edge for each lock)."""
+        if self._pairs_of is None:
+            index: dict[str, list[PairEdge]] = {}
+            for e in self.edges.pairs:
+                index.setdefault(e.src, []).append(e)
+                if e.dst != e.src:
+                    index.setdefault(e.dst, []).append(e)
+            self._pairs_of = index
+        return self._pairs_of.get(lock_id, [])
 
     def events(self, path_id: str) -> list[Event]:
         """The path's events, its callees' included (flattened once per path)."""

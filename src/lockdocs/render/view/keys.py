@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lockdocs import model as m
+from lockdocs.grammar import an
 from lockdocs.render.escape import Link
 from lockdocs.render.view.base import Context
 from lockdocs.render.words import CATEGORIES, CATEGORY_ORDER, key_category
@@ -133,7 +134,7 @@ def _verdicts(ctx: Context, cat: str, locks: list[m.Lock], has_hashtext: bool) -
         cards = [lk.key.text.cardinality for lk in locks if lk.key and lk.key.text]
         if cards and all(cards):
             total = sum(c for c in cards if c)
-            odds = f"; with {total:,} keys live at once, a collision has a {collision_odds(total, 32):.2%} chance"
+            odds = f"; with {total:,} keys live at once, a collision has {an(f'{collision_odds(total, 32):.2%}')} chance"
         out.append(_verdict(ctx, "LD103", locks, "", f"32 bits: {share}{odds}"))
     if cat == "int4pair":
         out.append(

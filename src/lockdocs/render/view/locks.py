@@ -173,9 +173,7 @@ def _neighbours(
     before: list[NeighbourView] = []
     several: tuple[Link, ...] = ()
     named: set[str] = set()
-    for e in ctx.edges.pairs:
-        if lock_id not in (e.src, e.dst):
-            continue
+    for e in ctx.pairs_of(lock_id):
         named.update(e.paths)
         paths = tuple(ctx.path_link(p) for p in e.paths)
         if e.src == e.dst:
@@ -224,11 +222,7 @@ def lock_view(
         queue=lock.queue,
         referenced_by_foreign_keys=lock.referenced_by_foreign_keys,
         references=lock.references,
-        derived_in=tuple(
-            ctx.path_link(pid)
-            for pid, p in ctx.model.paths.items()
-            if any(isinstance(s, m.Take) and s.lock == lock.id and s.derived for s in walk(p.steps))
-        ),
+        derived_in=tuple(ctx.path_link(pid) for pid in ctx.derived_in(lock.id)),
         cluster_wide=lock.cluster_wide,
         instance_order=order_words(lock.instance_order),
         backends=tuple(
