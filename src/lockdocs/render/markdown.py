@@ -4,12 +4,14 @@ The package ships default templates; a project's own `templates/` folder (next t
 overrides any of them by file name. StrictUndefined turns a misspelt field into an error instead
 of a silently empty cell; autoescape is off because the output is Markdown, and every user string
 is escaped by a filter from `escape.py` where it lands. Declared text is passed as data, never
-compiled as a template, so `{{ ... }}` in a lock title stays text.
+compiled as a template, so `{{ ... }}` in a lock title stays text. Templates run sandboxed and
+bounded (`sandbox.py`): a project template is code from whoever edits the repository.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Generator
 from pathlib import Path
 from types import TracebackType
 
@@ -18,6 +20,7 @@ import jinja2
 from lockdocs.diagnostics import Diagnostic, Location, Severity
 from lockdocs.render.coverage import CoverageView
 from lockdocs.render.escape import FILTERS
+from lockdocs.render.sandbox import Sandbox, TemplateLimit, bounded_output, deadline, time_limit
 from lockdocs.render.view import PageView
 
 PAGE_TEMPLATE = "page.md.j2"
@@ -32,14 +35,40 @@ class TemplateProblem(Exception):
         self.diagnostic = diagnostic
 
 
-def environment(root: Path) -> jinja2.Environment:
-    """Project templates first, then the package's defaults."""
+class TemplateOutside(jinja2.TemplateError):
+    """A project template that resolves (through a symlink) to a file outside the project."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"{TEMPLATE_DIR}/{name} leads outside the project (a symlink?)")
+        self.name = name
+
+
+class _ProjectLoader(jinja2.FileSystemLoader):
+    """The project's templates/, read only where the file really lies inside the project."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(str(root / TEMPLATE_DIR), encoding="utf-8")
+        self.root = root
+
+    def get_source(
+        self, environment: jinja2.Environment, template: str
+    ) -> tuple[str, str, Callable[[], bool]]:
+        from lockdocs.confine import inside
+
+        found = Path(self.searchpath[0]) / template
+        if (found.exists() or found.is_symlink()) and not inside(self.root, found):
+            raise TemplateOutside(template)
+        return super().get_source(environment, template)
+
+
+def environment(root: Path) -> Sandbox:
+    """Project templates first, then the package's defaults; sandboxed either way."""
     loaders: list[jinja2.BaseLoader] = []
     override = root / TEMPLATE_DIR
     if override.is_dir():
-        loaders.append(jinja2.FileSystemLoader(str(override), encoding="utf-8"))
+        loaders.append(_ProjectLoader(root))
     loaders.append(jinja2.PackageLoader("lockdocs", "templates"))
-    env = jinja2.Environment(
+    env = Sandbox(
         loader=jinja2.ChoiceLoader(loaders),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
@@ -78,12 +107,20 @@ def _problem(root: Path, exc: Exception) -> TemplateProblem:
     if isinstance(exc, jinja2.TemplateSyntaxError):
         loc = Location(_display(root, exc.filename, exc.name), exc.lineno or 1, 1)
         message = f"template syntax error: {exc.message}"
+    elif isinstance(exc, TemplateOutside):
+        loc = Location(f"{TEMPLATE_DIR}/{exc.name}", 0, 0)
+        message = f"template refused: {exc.message}"
     elif isinstance(exc, jinja2.TemplateNotFound):
         loc = Location(f"{TEMPLATE_DIR}/{exc.name}", 0, 0)
         message = f"template not found: {exc.name}"
     else:
         loc = _frame_location(root, exc.__traceback__) or Location(TEMPLATE_DIR, 0, 0)
-        message = f"template error: {type(exc).__name__}: {exc}"
+        if isinstance(exc, TemplateLimit):
+            message = f"template over a limit: {exc}"
+        elif isinstance(exc, RecursionError):
+            message = "template error: it recurses without end (a macro that calls itself?)"
+        else:
+            message = f"template error: {type(exc).__name__}: {exc}"
     return TemplateProblem(
         Diagnostic(
             "LD601",
@@ -111,10 +148,12 @@ def render_page(root: Path, page: PageView, coverage: CoverageView | None = None
     """Render the page template; any template problem becomes a TemplateProblem."""
     env = environment(root)
     try:
-        template = env.get_template(PAGE_TEMPLATE)
-        return tidy(template.render(page=page, coverage=coverage))
-    except jinja2.TemplateError as exc:
+        with deadline(time_limit()):
+            template = env.get_template(PAGE_TEMPLATE)
+            chunks: Generator[str, None, None] = template.generate(  # type: ignore[assignment]
+                page=page, coverage=coverage
+            )
+            text = bounded_output(chunks)
+    except Exception as exc:  # noqa: BLE001 - whatever a template does wrong is LD601
         raise _problem(root, exc) from None
-    except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
-        # A project template that calls a filter wrongly; the defaults never do.
-        raise _problem(root, exc) from None
+    return tidy(text)

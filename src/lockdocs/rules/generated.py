@@ -23,10 +23,17 @@ register(
         "template-error",
         Severity.ERROR,
         "A project template cannot be rendered.",
-        "Reports a Jinja2 syntax error, or an undefined name, in a template of the project's "
-        "templates/ folder at its file and line. Templates render with StrictUndefined, so a "
-        "misspelt field is an error rather than an empty cell.",
-        "A template that half renders would publish a page that silently lacks facts.",
+        "Reports anything that stops a template of the project's templates/ folder from "
+        "rendering, at its file and line: a Jinja2 syntax error, an undefined name (templates "
+        "render with StrictUndefined, so a misspelt field is an error rather than an empty "
+        "cell), an error the template raises, or a bound it passes. Templates run in Jinja2's "
+        "sandbox (no Python attributes, no changes to the page data) with bounded recursion, "
+        "values of at most 4,000,000 characters, a page of at most 256,000,000 characters, "
+        "2,000,000 range() items and 120 seconds per render; a template file that leads "
+        "outside the project through a symlink is refused.",
+        "A template that half renders would publish a page that silently lacks facts, and a "
+        "template is code from whoever edits the repository: on a pull request's CI run it "
+        "must not run commands or exhaust the machine.",
         {
             "locks.yaml": _LOCKS,
             "templates/page.md.j2": "# {{ page.title|text }\n",
