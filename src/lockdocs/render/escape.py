@@ -4,7 +4,9 @@ link targets, YAML front matter and DOT strings.
 Templates run with autoescape off (the output is Markdown, not HTML), so every string from the
 declarations goes through one of these filters. The aim is that no declared text can become
 markup: no HTML (`<script>`), no link (`[x](javascript:...)`), no emphasis, no attribute list
-(`{onclick=...}`, which `attr_list` would apply), no table column and no template syntax
+(`{onclick=...}`, which `attr_list` would apply), no block of the site's extensions (an
+admonition `!!! note`, a details block `??? note`, a fence), no table column, no link to
+anything but http(s), mailto or an anchor (however its target is encoded) and no template syntax
 (`{{ ... }}` is data, never rendered, and stays literal for Markdown-level macro plugins too).
 The output renders the same under Python-Markdown (MkDocs) and CommonMark/GFM.
 """
@@ -14,9 +16,11 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from urllib.parse import quote, urlsplit
+from html import unescape as html_unescape
+from urllib.parse import quote, unquote, urlsplit
 
 # Characters that start or end Markdown inline syntax; a backslash makes each literal in both
 # Python-Markdown (all are in its ESCAPED_CHARS) and CommonMark (all are ASCII punctuation).
@@ -52,12 +56,19 @@ def _escape_chars(s: str) -> str:
     return "".join(out)
 
 
+# Line starts that open a block in the site's extensions: admonitions (`!!! note`), details
+# (`??? note`, `???+ note`), tilde fences (`~~~`), setext underlines and tabs (`===`). An entity
+# (or, for `!`, a backslash: both dialects know it) keeps each literal.
+_BLOCK_START = {"!": "\\!", "?": "&#63;", "~": "&#126;", "=": "&#61;", ":": "&#58;"}
+
+
 def _guard_line_start(s: str) -> str:
-    """Stop a line from opening a block: a list item, a definition or a thematic break."""
+    """Stop a line from opening a block: a list item, a definition, a thematic break, an
+    admonition or details block, a fence."""
     if s[:1] in ("-", "+"):
         return "\\" + s
-    if s[:1] == ":":
-        return "&#58;" + s[1:]
+    if s[:1] in _BLOCK_START:
+        return _BLOCK_START[s[0]] + s[1:]
     m = _ORDERED_START.match(s)
     if m:
         return m.group(1) + "\\" + s[len(m.group(1)) :]
@@ -254,23 +265,41 @@ def html(value: object) -> str:
 
 
 _SAFE_SCHEMES = frozenset({"http", "https", "mailto"})
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
+
+
+def _fixpoint(value: str, decode: Callable[[str], str]) -> str:
+    """`decode` applied until nothing changes (so `&amp;#58;` and `%253A` are seen through)."""
+    for _ in range(8):
+        step = decode(value)
+        if step == value:
+            break
+        value = step
+    return value
+
+
+def _scheme_ok(url: str) -> bool:
+    m = _SCHEME.match(url)
+    return m is not None and m.group(1).lower() in _SAFE_SCHEMES
 
 
 def safe_url(value: str) -> str | None:
     """A link target Markdown can hold, or None for one that must not become a link.
 
-    Only http(s) and mailto URLs, same-page anchors and relative paths are kept; the characters
-    that would end or break a Markdown link destination are percent-encoded.
+    Only http(s) and mailto URLs and same-page anchors are kept, judged after HTML-entity and
+    percent decoding: Python-Markdown keeps `javascript&#58;...` in href as written and the
+    browser decodes it. The target is written entity-decoded, so what a browser reads is what
+    was checked; the characters that would end or break a Markdown link destination are
+    percent-encoded.
     """
-    s = value.strip()
-    if not s or any(c.isspace() for c in s) or _CONTROL.search(s):
+    written = _fixpoint(value.strip(), html_unescape)
+    seen = _fixpoint(written, lambda v: unquote(html_unescape(v)))
+    if not written or not seen.isprintable() or any(c.isspace() for c in seen):
         return None
-    scheme = urlsplit(s).scheme.lower()
-    if scheme and scheme not in _SAFE_SCHEMES:
+    same_page = written.startswith("#") and seen.startswith("#")
+    if not same_page and not (_scheme_ok(written) and _scheme_ok(seen)):
         return None
-    if not scheme and ":" in s.split("/", 1)[0] and not s.startswith("#"):
-        return None
-    return quote(s, safe="/:?#&=%+@,;~!$'*-._")
+    return quote(written, safe="/:?#&=%+@,;~!$'*-._")
 
 
 @dataclass(frozen=True)

@@ -234,6 +234,24 @@ class _Budget:
         return rng
 
 
+@functools.cache
+def _view_types() -> frozenset[type]:
+    """The frozen dataclasses the templates receive (`render/view.py`, and `Link`)."""
+    import dataclasses
+
+    from lockdocs.render import escape, view
+
+    return frozenset(
+        cls
+        for module in (view, escape)
+        for cls in vars(module).values()
+        if isinstance(cls, type)
+        and dataclasses.is_dataclass(cls)
+        and cls.__module__ == module.__name__
+        and cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
+    )
+
+
 class Sandbox(ImmutableSandboxedEnvironment):
     """The environment every lockdocs template runs in (the shipped ones too)."""
 
@@ -251,6 +269,16 @@ class Sandbox(ImmutableSandboxedEnvironment):
         self.globals["range"] = self.budget.range
         for name, func in list(self.filters.items()):
             self.filters[name] = _guard_filter(name, func)
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        """The page's own view objects (plain frozen data) skip the sandbox's per-access
+        checks, which cost a third of a large page's render; anything else is checked."""
+        if type(obj) in _view_types() and not attribute.startswith("_"):
+            try:
+                return getattr(obj, attribute)
+            except AttributeError:
+                pass
+        return super().getattr(obj, attribute)
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
         return _check(self.binop_table[operator](left, right), f"'{operator}'")

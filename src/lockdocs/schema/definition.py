@@ -427,7 +427,8 @@ PAGE = _obj(
         "summary": _s("One sentence under the title."),
         "intro": _s(
             "Prose before the tables: paragraphs and '-' lists, with `code` and "
-            "[links](https://...) kept; any other markup shows literally."
+            "[links](https://...) kept (http, https, mailto and #anchors only); any other "
+            "markup shows literally."
         ),
         "output": _s(
             "The page's file under docs/, e.g. database-locks.md.",
@@ -663,7 +664,8 @@ def locks_schema() -> dict[str, Any]:
             "lockdocs": {"const": 1, "description": "The format version; 1."},
             "page": PAGE,
             "issues": _s(
-                "A link template for issue numbers, with {number}.",
+                "A link template for issue numbers, with {number} (an http, https or mailto "
+                "URL; anything else leaves the numbers unlinked).",
                 pattern=r"\{number\}",
             ),
             "checks": CHECKS,
