@@ -140,11 +140,12 @@ def _build(
 ) -> int:
     from lockdocs import colour
     from lockdocs.render.build import build as write_docs
-    from lockdocs.render.build import recover
+    from lockdocs.render.build import docs_problem, refuse, restore
     from lockdocs.report import REPORTERS
 
-    if recover(root):
-        err.write("lockdocs: restored the files an interrupted build had half replaced\n")
+    problem = docs_problem(root) or restore(root, err)
+    if problem is not None:
+        return refuse(err, problem)
     progress.say("lockdocs: checking the declarations")
     model, diags = load(root)
     if model is None:

@@ -10,8 +10,10 @@ compares the same outputs with the committed files.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path, PurePosixPath
@@ -99,6 +101,77 @@ def _inside_docs(rel: str) -> bool:
         and all(p not in ("", ".", "..") for p in parts)
         and "\\" not in rel
     )
+
+
+def confined(root: Path, rel: str) -> bool:
+    """A path inside docs/ by name that also lies inside docs/ once symlinks are resolved
+    (with `docs/evil -> /elsewhere`, `docs/evil/x` lies elsewhere: never read, written or
+    removed)."""
+    from lockdocs.confine import inside
+
+    return _inside_docs(rel) and inside(root / DOCS, root / rel)
+
+
+class BuildRefused(Exception):
+    """The docs folder cannot take the build (wrong type, outside the project, not writable,
+    full): exit 2 with this message and what to do; nothing is written."""
+
+    def __init__(self, message: str, hint: str, *, outside: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.outside = outside  # it leads out of the project or docs/ (LD012 in check)
+
+
+def docs_problem(root: Path) -> BuildRefused | None:
+    """Why docs/ cannot hold the generated files, or None when it can (or does not exist yet)."""
+    from lockdocs.confine import inside
+
+    docs = root / DOCS
+    if docs.is_symlink() and not docs.exists():
+        return BuildRefused(
+            f"{DOCS}/ is a symlink to {docs.readlink()}, which does not exist",
+            f"create the folder it points to, or replace the link with a {DOCS}/ folder",
+        )
+    if docs.exists() and not docs.is_dir():
+        return BuildRefused(
+            f"{DOCS} is a file, not a folder",
+            f"move it away: lockdocs build writes the page into a {DOCS}/ folder",
+        )
+    if docs.exists() and not inside(root, docs):
+        return BuildRefused(
+            f"{DOCS}/ leads outside the project (a symlink to {docs.resolve()})",
+            f"make {DOCS}/ a folder inside the project (a symlink is fine if it stays inside)",
+            outside=True,
+        )
+    return None
+
+
+# Plain words for the errors a machine (not the declarations) causes, and what to do.
+_OS_HINTS = {
+    errno.EROFS: "the file system is read-only: build in a writable checkout",
+    errno.EACCES: "make the docs folder writable for this user",
+    errno.EPERM: "make the docs folder writable for this user",
+    errno.ENOSPC: "the disk is full: free some space and build again",
+    errno.EDQUOT: "the disk quota is used up: free some space and build again",
+    errno.EISDIR: "a folder stands where lockdocs writes a file: move it away",
+    errno.ENOTDIR: "a file stands where lockdocs needs a folder: move it away",
+    errno.ELOOP: "a symlink loop stands in the docs folder: remove it",
+    errno.ENAMETOOLONG: "use a shorter page.output",
+}
+
+
+def os_refusal(exc: OSError, root: Path, doing: str) -> BuildRefused:
+    """An OSError from writing the docs as a plain, located refusal."""
+    where = exc.filename
+    shown = str(where)
+    if where is not None:
+        with contextlib.suppress(ValueError, TypeError):
+            shown = Path(os.fsdecode(where)).relative_to(root).as_posix()
+    reason = exc.strerror or type(exc).__name__
+    code = errno.errorcode.get(exc.errno or 0, "")
+    message = f"cannot {doing} {shown}: {reason}" + (f" ({code})" if code else "")
+    return BuildRefused(message, _OS_HINTS.get(exc.errno or 0, "check the docs folder"))
 
 
 # --- rendering ---------------------------------------------------------------------------------
@@ -216,6 +289,8 @@ def _cache_file(root: Path) -> Path | None:
 
 def _outputs_now(root: Path) -> dict[str, str] | None:
     out = {}
+    if not confined(root, MANIFEST):
+        return None
     for rel in [*read_manifest(root), MANIFEST]:
         data = _read(root / rel)
         if data is None:
@@ -267,15 +342,18 @@ def _unchanged_since_clean(
 
 
 def read_manifest(root: Path) -> list[str]:
-    """The files the last build wrote (only paths inside docs/ are trusted)."""
+    """The files the last build wrote: only lines that name a file inside docs/, symlinks
+    resolved, are trusted; any other line is ignored (never read, never removed)."""
     try:
+        if not confined(root, MANIFEST):
+            return []
         text = (root / MANIFEST).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return []
     out = []
     for line in text.splitlines():
         line = line.strip()
-        if line and not line.startswith("#") and _inside_docs(line):
+        if line and not line.startswith("#") and confined(root, line):
             out.append(line)
     return out
 
@@ -300,6 +378,11 @@ def _write_temp(target: Path, content: bytes) -> Path:
             fh.write(content)
             fh.flush()
             os.fsync(fh.fileno())
+    except OSError as exc:
+        Path(name).unlink(missing_ok=True)
+        if exc.filename is None:  # a failed write names no file; say which one
+            exc.filename = str(target)
+        raise
     except BaseException:
         Path(name).unlink(missing_ok=True)
         raise
@@ -366,26 +449,78 @@ def _crash_point(renamed: int) -> None:
 
 def interrupted(root: Path) -> bool:
     """A build was killed while it replaced files (its journal is still there)."""
-    return (root / JOURNAL).is_file()
+    return (root / JOURNAL).is_file() or (root / JOURNAL).is_symlink()
 
 
-def recover(root: Path) -> bool:
-    """Undo a build that did not finish: put back every file it replaced or removed and
-    delete what it added. Returns whether there was anything to undo."""
+_MAX_JOURNAL_BYTES = 16 * 1024 * 1024
+
+
+def _journal_entries(root: Path) -> tuple[list[dict[str, str | None]], str]:
+    """The journal's entries, or ([], why it cannot be trusted). A journal names files to
+    restore and delete, so only the exact shape a build writes is followed: a list of
+    {target, backup, temp}, every name inside docs/ (symlinks resolved), each backup and
+    temporary file a `.NAME.XXXXXXXX.tmp` sibling of its target."""
     import json
 
     journal = root / JOURNAL
+    if journal.is_symlink() or not confined(root, JOURNAL):
+        return [], "it is a symlink"
     try:
-        entries = json.loads(journal.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        if journal.stat().st_size > _MAX_JOURNAL_BYTES:
+            return [], "it is far larger than any journal a build writes"
+        entries = json.loads(journal.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return [], "it is not JSON"
+    if not isinstance(entries, list):
+        return [], "it is not a list of entries"
+    for e in entries:
+        if not isinstance(e, dict) or set(e) != {"target", "backup", "temp"}:
+            return [], "an entry is not {target, backup, temp}"
+        target = e["target"]
+        if not isinstance(target, str) or not confined(root, target) or target == JOURNAL:
+            return [], f"an entry's target {target!r} is not a file inside {DOCS}/"
+        for key in ("backup", "temp"):
+            value = e[key]
+            if value is None:
+                continue
+            name = PurePosixPath(target).name
+            if (
+                not isinstance(value, str)
+                or PurePosixPath(value).parent != PurePosixPath(target).parent
+                or not re.fullmatch(
+                    re.escape(f".{name}.") + r"[A-Za-z0-9_]+\.tmp", PurePosixPath(value).name
+                )
+                or not confined(root, value)
+            ):
+                return [], f"an entry's {key} {value!r} is not a temporary file beside {target}"
+    return entries, ""
+
+
+def recover(root: Path, err: TextIO | None = None) -> bool:
+    """Undo a build that did not finish: put back every file it replaced or removed and
+    delete what it added. Returns whether there was anything to undo. A journal that is not
+    exactly what a build writes is reported (to `err`), removed and never followed."""
+    journal = root / JOURNAL
+    if not interrupted(root):
+        return False
+    try:
+        entries, problem = _journal_entries(root)
+    except OSError as exc:
+        entries, problem = [], f"it cannot be read ({exc.strerror})"
+    if problem:
+        if err is not None:
+            err.write(
+                f"lockdocs: ignored {JOURNAL}: {problem}; nothing in it was followed, "
+                "and it is removed\n"
+            )
         journal.unlink(missing_ok=True)
         return False
-    complete = all((root / e["backup"]).is_file() for e in entries if e.get("backup"))
+    complete = all((root / str(e["backup"])).is_file() for e in entries if e.get("backup"))
     if complete:  # the copies are all there: restore them
         for e in entries:
-            target = root / e["target"]
+            target = root / str(e["target"])
             if e.get("backup"):
-                (root / e["backup"]).replace(target)
+                (root / str(e["backup"])).replace(target)
             elif e.get("temp"):
                 target.unlink(missing_ok=True)  # a file this build added
     _discard(root, entries)  # otherwise the build had finished and was only tidying up
@@ -399,6 +534,16 @@ def write_files(root: Path, files: dict[str, str]) -> tuple[list[str], list[str]
     for rel in files:
         if not _inside_docs(rel):  # pragma: no cover - render_outputs never makes one
             raise ValueError(f"refusing to write {rel} outside {DOCS}/")
+    for rel in [*files, MANIFEST, JOURNAL]:
+        if not confined(root, rel):
+            raise BuildRefused(
+                f"{rel} leads outside {DOCS}/ (a symlink on the way)",
+                f"remove the symlink or point it inside {DOCS}/: lockdocs writes only there",
+            )
+        if (root / rel).is_dir():
+            raise BuildRefused(
+                f"{rel} is a folder, where lockdocs writes a file", "move the folder away"
+            )
     previous = read_manifest(root)
     wanted = dict(files)
     manifest = _manifest_text(list(files))
@@ -473,7 +618,7 @@ def _draw(
     out: dict[str, str] = {}
     todo: dict[str, str] = {}
     for rel in (r for r in files if r.endswith(".dot")):
-        old = _read(root / _svg_path(rel))
+        old = _read(root / _svg_path(rel)) if confined(root, _svg_path(rel)) else None
         if old is not None and svg_stamp(old) == dot_hash(files[rel]):
             out[_svg_path(rel)] = old
         else:
@@ -487,6 +632,23 @@ def _draw(
         drawn = render_svgs(todo, timeout=timeout or DOT_TIMEOUT, progress=shown)
         out.update({_svg_path(rel): svg_text for rel, svg_text in drawn.items()})
     return out
+
+
+def refuse(err: TextIO, refused: BuildRefused) -> int:
+    """Report a refusal: exit 2, nothing written, and what to do."""
+    err.write(f"lockdocs: {refused.message}; nothing written\nhint: {refused.hint}\n")
+    return 2
+
+
+def restore(root: Path, err: TextIO) -> BuildRefused | None:
+    """Undo an interrupted build before anything else (a build with invalid declarations
+    too), reporting what it did; a refusal when the docs folder cannot be written."""
+    try:
+        if recover(root, err):
+            err.write("lockdocs: restored the files an interrupted build had half replaced\n")
+    except OSError as exc:
+        return os_refusal(exc, root, "restore the interrupted build's files in")
+    return None
 
 
 def build(
@@ -526,7 +688,12 @@ def build(
         return 2 if exc.usage else 3
     if progress is not None:
         progress.say(f"lockdocs: writing {len(files):,} files")
-    written, removed = write_files(root, dict(sorted(files.items())))
+    try:
+        written, removed = write_files(root, dict(sorted(files.items())))
+    except BuildRefused as exc:
+        return refuse(err, exc)
+    except OSError as exc:
+        return refuse(err, os_refusal(exc, root, "write"))
     remember_clean(root, model, svg=svg, coverage=coverage)
     for rel in written:
         out.write(f"wrote {rel}\n")

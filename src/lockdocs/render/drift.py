@@ -31,15 +31,23 @@ class DriftFile:
     """One generated file that differs from what the declarations generate."""
 
     file: str  # posix, relative to the project root
-    status: str  # changed | missing | stale | unstamped | manifest | interrupted
+    # changed | missing | stale | unstamped | manifest | interrupted, or refused (docs/ cannot
+    # take the files: a file, a broken symlink) | outside (a symlink leads out of docs/)
+    status: str
     old: str | None = None  # the committed text (None when missing)
     new: str | None = None  # the regenerated text (None when no longer generated)
+    reason: str = ""  # for refused and outside: what is wrong, then what to do
+    fix: str = ""
 
     @property
     def code(self) -> str:
-        return {"missing": "LD603", "stale": "LD604", "interrupted": "LD605"}.get(
-            self.status, "LD602"
-        )
+        return {
+            "missing": "LD603",
+            "refused": "LD603",
+            "stale": "LD604",
+            "interrupted": "LD605",
+            "outside": "LD012",
+        }.get(self.status, "LD602")
 
 
 def unified(rel: str, old: str, new: str) -> str:
@@ -201,6 +209,9 @@ def drift_diagnostic(d: DriftFile) -> Diagnostic:
             f"{d.file} was not drawn from the current {dot} (its lockdocs-dot-sha256 stamp differs)"
         )
         hint = f"run {FIX} to redraw it"
+    elif d.status in ("refused", "outside"):
+        message = f"{d.reason}; build refuses to write there"
+        hint = d.fix
     elif d.status == "manifest":
         message = f"{d.file} does not list the generated files"
         hint = f"run {FIX} to rewrite it"
@@ -243,6 +254,10 @@ def find_drift(
     from lockdocs.render.svg import dot_hash, svg_stamp
 
     root = Path(model.root)
+    refused = b.docs_problem(root)
+    if refused is not None:
+        status = "outside" if refused.outside else "refused"
+        return [DriftFile(b.DOCS, status, reason=refused.message, fix=refused.hint)]
     if b.interrupted(root):
         return [DriftFile(b.JOURNAL, "interrupted")]
     if b._unchanged_since_clean(root, model, svg=svg, coverage=coverage):
@@ -251,6 +266,14 @@ def find_drift(
     found: dict[str, DriftFile] = {}
     expected = set(files)
     for rel, new in files.items():
+        if not b.confined(root, rel):  # never read through a symlink that leads out
+            found[rel] = DriftFile(
+                rel,
+                "outside",
+                reason=f"{rel} leads outside {b.DOCS}/ (a symlink on the way)",
+                fix=f"remove the symlink or point it inside {b.DOCS}/: lockdocs writes only there",
+            )
+            continue
         old = b._read(root / rel)
         if old is None:
             found[rel] = DriftFile(rel, "missing", None, new)
@@ -259,7 +282,7 @@ def find_drift(
         svg_rel = b._svg_path(rel)
         if not rel.endswith(".dot"):
             continue
-        on_disk = b._read(root / svg_rel)
+        on_disk = b._read(root / svg_rel) if b.confined(root, svg_rel) else None
         if svg or on_disk is not None:
             expected.add(svg_rel)
         if not svg:
@@ -271,7 +294,8 @@ def find_drift(
     for rel in b.read_manifest(root):
         if rel not in expected and (root / rel).is_file():
             found[rel] = DriftFile(rel, "stale")
-    if not found and b._read(root / b.MANIFEST) != b._manifest_text(sorted(expected)):
+    manifest = b._read(root / b.MANIFEST) if b.confined(root, b.MANIFEST) else None
+    if not found and manifest != b._manifest_text(sorted(expected)):
         found[b.MANIFEST] = DriftFile(b.MANIFEST, "manifest")
     if not found:
         b.remember_clean(root, model, svg=svg, coverage=coverage)
