@@ -27,9 +27,25 @@ def pyproject_settings(root: Path) -> tuple[dict[str, Any], list[Diagnostic]]:
 
 
 def _read_pyproject(root: Path) -> tuple[dict[str, Any], list[Diagnostic], str]:
+    from lockdocs.confine import inside
+
     file = root / "pyproject.toml"
     if not file.is_file():
         return {}, [], ""
+    if not inside(root, file):
+        return (
+            {},
+            [
+                Diagnostic(
+                    "LD012",
+                    Severity.ERROR,
+                    "pyproject.toml is a symlink that leads outside the project; it is not read",
+                    Location("pyproject.toml"),
+                    "keep the settings inside the project",
+                )
+            ],
+            "",
+        )
     try:
         text = file.read_text(encoding="utf-8")
         data = tomllib.loads(text)

@@ -25,12 +25,46 @@ class RootNotFound(Exception):
     """No locks.yaml in the folder or above it (a usage error, exit 2)."""
 
 
+def _stranger(path: FsPath) -> str | None:
+    """Why a folder (or its locks.yaml) found upward is not this user's project, or None."""
+    import os
+    import stat
+
+    try:
+        info = path.stat()
+    except OSError:
+        return "it cannot be read"
+    if hasattr(os, "geteuid") and info.st_uid != os.geteuid():
+        return "it belongs to another user"
+    if path.is_dir() and info.st_mode & stat.S_IWOTH:
+        return "anyone may write to the folder"
+    return None
+
+
 def find_root(start: FsPath) -> FsPath:
+    """The nearest folder upward that holds locks.yaml. The walk stops at the repository's
+    top (a folder with .git) and at the user's home, and never takes a folder, or a
+    locks.yaml, that another user owns or anyone may write to (a shared /tmp): someone
+    else's locks.yaml would bring its templates and journal with it."""
     here = start.resolve()
+    try:
+        home: FsPath | None = FsPath.home().resolve()
+    except (RuntimeError, KeyError, OSError):
+        home = None
     for folder in (here, *here.parents):
-        if (folder / LOCKS_FILE).is_file():
+        candidate = folder / LOCKS_FILE
+        if candidate.is_file():
+            why = _stranger(folder) or _stranger(candidate)
+            if why is not None:
+                raise RootNotFound(
+                    f"found {candidate}, but {why}; lockdocs does not take it as the project"
+                )
             return folder
-    raise RootNotFound(f"no {LOCKS_FILE} in {here} or any folder above it")
+        if (folder / ".git").exists() or folder == home:
+            break
+    raise RootNotFound(
+        f"no {LOCKS_FILE} in {here} or above it (up to the repository top or your home)"
+    )
 
 
 def _err(code: str, loc: Location, message: str, hint: str) -> Diagnostic:
@@ -55,11 +89,111 @@ def _via(value: Any) -> tuple[str, ...]:
     return tuple(str(v) for v in value)
 
 
+def _outside(code_loc: Location, what: str, hint: str) -> Diagnostic:
+    return _err("LD012", code_loc, what, hint)
+
+
+def _path_files(root: FsPath, folder: FsPath) -> tuple[list[FsPath], list[Diagnostic]]:
+    """The .yaml/.yml files under the paths folder, sorted by name. Symlinks are followed
+    only while they lead to a place inside the project (each folder walked once, so a link
+    loop ends); one that leads out is an LD012 error at it, never read."""
+    from lockdocs.confine import inside, resolved
+
+    files: list[FsPath] = []
+    diags: list[Diagnostic] = []
+    seen: set[FsPath] = set()
+    pending = [folder]
+    while pending:
+        here = pending.pop()
+        real = resolved(here)
+        if real is None or real in seen:
+            continue
+        seen.add(real)
+        try:
+            entries = sorted(here.iterdir())
+        except OSError as exc:
+            diags.append(
+                _err(
+                    "LD008",
+                    Location(here.relative_to(root).as_posix()),
+                    f"cannot read the folder: {exc.strerror}",
+                    "check that it is readable",
+                )
+            )
+            continue
+        for entry in entries:
+            rel = entry.relative_to(root).as_posix()
+            if entry.is_symlink() and not inside(root, entry):
+                if entry.suffix in (".yaml", ".yml") or entry.is_dir():
+                    diags.append(
+                        _outside(
+                            Location(rel),
+                            f"{rel} is a symlink that leads outside the project "
+                            f"({entry.resolve()}); it is not read",
+                            "copy the file into the project, or point the link inside it",
+                        )
+                    )
+                continue
+            if entry.is_dir():
+                pending.append(entry)
+            elif entry.suffix in (".yaml", ".yml") and entry.is_file():
+                files.append(entry)
+    return sorted(files, key=lambda p: p.relative_to(root).as_posix()), diags
+
+
+def _paths_folder(root: FsPath, locks_doc: Document) -> tuple[FsPath | None, list[Diagnostic]]:
+    """The folder locks.yaml names with `paths:` (paths/ by default), when it lies inside
+    the project; an LD012 error at the value otherwise (nothing outside is walked)."""
+    from lockdocs.confine import inside
+
+    name = locks_doc.data.get("paths")
+    if not isinstance(name, str):
+        name = "paths"
+        loc = Location(name)
+    else:
+        loc = locks_doc.loc(("paths",))
+    parts = name.replace("\\", "/").split("/")
+    if name.startswith(("/", "\\", "~")) or (len(name) > 1 and name[1] == ":") or ".." in parts:
+        return None, [
+            _outside(
+                loc,
+                f"paths: '{name}' is not a folder inside the project",
+                "name a folder relative to locks.yaml, without '..', e.g. paths: paths",
+            )
+        ]
+    folder = root / name
+    if not inside(root, folder):
+        return None, [
+            _outside(
+                loc,
+                f"paths: '{name}' leads outside the project (to {folder.resolve()})",
+                "point it at a folder inside the project",
+            )
+        ]
+    return folder, []
+
+
 def load_documents(root: FsPath) -> tuple[Document | None, list[Document], list[Diagnostic]]:
-    """Read locks.yaml and every paths/*.yaml (sorted by name, so disk order never matters)."""
+    """Read locks.yaml and every paths/*.yaml (sorted by name, so disk order never matters).
+
+    Nothing outside the project is read: a locks.yaml or path file that is a symlink leading
+    out, or a `paths:` folder outside, is an LD012 error."""
+    from lockdocs.confine import inside
     from lockdocs.schema.validate import validate
 
     diags: list[Diagnostic] = []
+    if not inside(root, root / LOCKS_FILE):
+        return (
+            None,
+            [],
+            [
+                _outside(
+                    Location(LOCKS_FILE),
+                    f"{LOCKS_FILE} is a symlink that leads outside the project; it is not read",
+                    "keep the declarations inside the project",
+                )
+            ],
+        )
     locks_doc, d = read_file(root / LOCKS_FILE, LOCKS_FILE)
     diags += d
     if locks_doc is not None:
@@ -67,15 +201,14 @@ def load_documents(root: FsPath) -> tuple[Document | None, list[Document], list[
         diags += schema_diags
         if schema_diags:
             locks_doc = None
-    folder_name = "paths"
-    if locks_doc is not None and isinstance(locks_doc.data.get("paths"), str):
-        folder_name = locks_doc.data["paths"]
-    folder = root / folder_name
+    folder: FsPath | None = root / "paths"
+    if locks_doc is not None:
+        folder, d = _paths_folder(root, locks_doc)
+        diags += d
     path_docs: list[Document] = []
-    if folder.is_dir():
-        files = sorted(
-            p for p in folder.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()
-        )
+    if folder is not None and folder.is_dir():
+        files, d = _path_files(root, folder)
+        diags += d
         for f in files:
             display = f.relative_to(root).as_posix()
             doc, d = read_file(f, display)

@@ -158,6 +158,11 @@ def refuse_existing(root: Path, names: list[str]) -> None:
             raise ScaffoldError(f"{target} already exists; init writes nothing over existing files")
         for parent in reversed(Path(rel).parents):
             folder = root / parent
+            if parent != Path() and folder.is_symlink():
+                raise ScaffoldError(
+                    f"{folder} is a symlink; init does not write through one (it could lead "
+                    "anywhere): replace it with a folder, or start the project elsewhere"
+                )
             if folder.exists() and not folder.is_dir():
                 raise ScaffoldError(f"{folder} exists and is not a folder")
 
@@ -227,6 +232,7 @@ def write(scaffold: Scaffold) -> list[Path]:
     for rel, content in scaffold.files.items():
         target = scaffold.root / rel
         target.parent.mkdir(parents=True, exist_ok=True)
+        refuse_existing(scaffold.root, [rel])  # again: a link may have appeared meanwhile
         with target.open("xb") as fh:
             fh.write(content)
         written.append(target)

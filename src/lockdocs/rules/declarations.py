@@ -143,3 +143,16 @@ _doc(
     "Inlining such a path would never end; the code it describes would recurse forever.",
     {"locks.yaml": _LOCKS, "paths/ledger.yaml": _PATH + "      - run: post\n"},
 )
+_doc(
+    "LD012",
+    "outside-project",
+    "A file or folder lockdocs would read or write leads outside the project.",
+    "Refuses a `paths:` folder that is absolute, climbs out with '..' or resolves outside the "
+    "project, a locks.yaml, path file, pyproject.toml or template that is a symlink to a "
+    "file outside it (it is never read), and, in the drift check, a docs/ folder or generated "
+    "file that leads outside (build writes only inside docs/).",
+    "The check runs on pull requests: a symlink to /etc/shadow must not be read into an error "
+    "message, and a build must not write or delete anything outside the project.",
+    {"locks.yaml": _LOCKS + "paths: ../shared-paths\n", "paths/ledger.yaml": _PATH},
+    {"locks.yaml": _LOCKS + "paths: paths\n", "paths/ledger.yaml": _PATH},
+)
