@@ -34,8 +34,11 @@ def test_example_triggers_its_rule(tmp_path: Path, code: str) -> None:
     drift = [] if code.startswith("LD6") else ["--no-drift"]  # LD6xx concern the rendering
     result = run_cli("check", *drift, "--format", "json", "--root", str(root))
     assert "Traceback" not in result.err
-    codes = {d["code"] for d in result.json()["diagnostics"]}
+    diagnostics = result.json()["diagnostics"]
+    codes = {d["code"] for d in diagnostics}
     assert code in codes, result.out
+    empty = [d for d in diagnostics if not d["message"].strip()]
+    assert not empty, empty  # every diagnostic says what is wrong
     if info.severity.value == "error":
         assert result.code in (1, 2)
 

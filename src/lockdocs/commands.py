@@ -138,7 +138,7 @@ def check(
     if result.drift:
         if show_diff:
             out = sys.stdout if fmt is Format.text else sys.stderr
-            out.write("".join(_diff_of(d) for d in result.drift))
+            out.write("".join(_shown_diff(_diff_of(d)) for d in result.drift))
         else:
             diags = [_without_diff(d) for d in diags]
     text = "the declarations are not valid" if result.bad_input else summary(diags)
@@ -146,6 +146,13 @@ def check(
     extra = {"coverage": result.coverage.to_json()} if result.coverage is not None else None
     emit(diags, fmt, text if fmt in (Format.text, Format.json) else "", base, rules_url, extra)
     return result.exit_code
+
+
+def _shown_diff(diff: str) -> str:
+    """A unified diff for the terminal: each line's control characters escaped."""
+    from lockdocs.diagnostics import printable
+
+    return "\n".join(printable(line) for line in diff.split("\n"))
 
 
 def _diff_of(d: Diagnostic) -> str:

@@ -7,6 +7,7 @@ and every reporter (text, JSON, GitHub, SARIF) formats the same thing.
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -87,3 +88,20 @@ def sort_diagnostics(diags: list[Diagnostic]) -> list[Diagnostic]:
         seen.add(k)
         out.append(d)
     return out
+
+
+# C0 and C1 controls, DEL, and the bidirectional overrides that reorder what a terminal shows.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escaped(m: re.Match[str]) -> str:
+    ch = m.group(0)
+    code = ord(ch)
+    return _NAMED.get(ch) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+def printable(text: str) -> str:
+    """A user string as a terminal may show it: every control character (ESC, so no colours
+    or OSC clipboard writes; a newline, so no fake second line) written as an escape."""
+    return _UNSAFE.sub(_escaped, text) if _UNSAFE.search(text) else text

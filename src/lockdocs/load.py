@@ -135,9 +135,36 @@ class _Builder:
         if node.tag == _STR:  # most scalars: no constructor needed
             return node.value
         try:
-            return self.loader.construct_object(node, deep=True)
+            value = self.loader.construct_object(node, deep=True)
         except yaml.YAMLError as exc:
             raise _Refused("LD001", node, f"cannot read this value: {exc}", "quote it") from exc
+        except (ValueError, TypeError, OverflowError) as exc:  # `!!int abc`, 5,000 digits
+            tag = str(node.tag).rsplit(":", 1)[-1]
+            why = (
+                "it has more digits than any number lockdocs reads"
+                if "digits" in str(exc)
+                else f"'{_short(node.value)}' is not a valid {tag}"
+            )
+            raise _Refused(
+                "LD001",
+                node,
+                f"cannot read this value as {tag}: {why}",
+                "write the value plainly (quote it to make it text)",
+            ) from None
+        if type(value) is int and not -(2**63) <= value < 2**63:
+            raise _Refused(
+                "LD003",
+                node,
+                f"the integer {_short(str(value))} does not fit in 64 bits",
+                "lockdocs' numbers (issue numbers, orders, keys) are 64-bit at most",
+            )
+        return value
+
+
+def _short(text: object, limit: int = 40) -> str:
+    """A value as a message quotes it: one line, at most `limit` characters."""
+    s = " ".join(str(text).split())
+    return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
 class _Refused(Exception):
@@ -185,6 +212,21 @@ def parse_text(text: str, file: str) -> tuple[Document | None, list[Diagnostic]]
             if _tab_at(text, mark):
                 hint = "YAML indents with spaces only; replace the tab with spaces"
             return None, [_error("LD001", file, line, col, f"YAML syntax: {problem}", hint)]
+        except yaml.reader.ReaderError as exc:  # a control character: located by position
+            at = max(0, min(int(exc.position), len(text)))
+            line = text.count("\n", 0, at) + 1
+            col = at - (text.rfind("\n", 0, at) + 1) + 1
+            char = exc.character if isinstance(exc.character, str) else chr(exc.character)
+            return None, [
+                _error(
+                    "LD001",
+                    file,
+                    line,
+                    col,
+                    f"the file holds a control character YAML does not allow ({char!r})",
+                    "remove it, or write it as an escape in a double-quoted string (\\e, \\x1b)",
+                )
+            ]
         except yaml.YAMLError as exc:
             return None, [_error("LD001", file, 1, 1, f"YAML syntax: {exc}", "fix the YAML")]
         except RecursionError:

@@ -118,11 +118,15 @@ def _change_text(c: dict[str, str]) -> str:
 
 
 def format_text(result: dict[str, Any]) -> str:
+    """For a terminal: every declared string shown with its control characters escaped."""
+    from lockdocs.diagnostics import printable
+
+    head = printable(f"lockdocs diff {result['base']} -> {result['head']}")
     if not result["changed"]:  # one line: nothing to read
-        return f"lockdocs diff {result['base']} -> {result['head']}: {result['summary']}\n"
-    lines = [f"lockdocs diff {result['base']} -> {result['head']}"]
+        return f"{head}: {result['summary']}\n"
+    lines = [head]
     for title, body in sections(result):
-        lines += ["", title, *(f"  {x}" for x in body)]
+        lines += ["", title, *(f"  {printable(x)}" for x in body)]
     lines += ["", result["summary"]]
     return "\n".join(lines) + "\n"
 

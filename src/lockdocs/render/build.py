@@ -636,7 +636,12 @@ def _draw(
 
 def refuse(err: TextIO, refused: BuildRefused) -> int:
     """Report a refusal: exit 2, nothing written, and what to do."""
-    err.write(f"lockdocs: {refused.message}; nothing written\nhint: {refused.hint}\n")
+    from lockdocs.diagnostics import printable
+
+    err.write(
+        f"lockdocs: {printable(refused.message)}; nothing written\n"
+        f"hint: {printable(refused.hint)}\n"
+    )
     return 2
 
 

@@ -374,7 +374,7 @@ def dot_label(lines: list[str]) -> str:
     return '"' + "\\n".join(parts) + '"'
 
 
-_ANCHOR_ID = re.compile(r"^[A-Za-z][A-Za-z0-9._-]*$")
+_ANCHOR_ID = re.compile(r"^[A-Za-z][A-Za-z0-9._-]*\Z")
 
 
 def anchor(value: str) -> str:

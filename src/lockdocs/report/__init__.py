@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol
 
-from lockdocs.diagnostics import Diagnostic, Related, Severity
+from lockdocs.diagnostics import Diagnostic, Related, Severity, printable
 from lockdocs.report.where import Where
 
 HERE = Where()
@@ -22,13 +22,16 @@ class Reporter(Protocol):
 
 
 def _text(diags: list[Diagnostic], summary: str, where: Where = HERE) -> str:
+    """One line per finding, its details and hint indented; user strings go through
+    `printable`, so no escape sequence or newline in a declaration reaches the terminal."""
+    p = printable
     lines: list[str] = []
     for d in diags:
-        tag = f"{d.severity.value} (waived: {d.waived_by})" if d.waived_by else d.severity.value
-        lines.append(f"{d.location}: {d.code} {tag}: {d.message}")
-        lines.extend(f"    {x}" if x else "" for x in d.details)
+        tag = f"{d.severity.value} (waived: {p(d.waived_by)})" if d.waived_by else d.severity.value
+        lines.append(f"{p(str(d.location))}: {d.code} {tag}: {p(d.message)}")
+        lines.extend(f"    {p(x)}" if x else "" for x in d.details)
         if d.hint:
-            lines.append(f"  hint: {d.hint}")
+            lines.append(f"  hint: {p(d.hint)}")
     if summary:
         lines.append(summary)
     return "\n".join(lines) + ("\n" if lines else "")
@@ -108,14 +111,16 @@ def _github(diags: list[Diagnostic], summary: str, where: Where = HERE) -> str:
     for d in diags:
         if d.waived_by:
             continue
-        props = [f"file={_gh_escape_prop(where.path(d.location.file))}"]
+        props = [f"file={_gh_escape_prop(printable(where.path(d.location.file)))}"]
         if d.location.line:
             props.append(f"line={d.location.line}")
             props.append(f"col={d.location.column or 1}")
         props.append(f"title={_gh_escape_prop(d.code)}")
-        body = d.message + ("\n" + "\n".join(d.details) if d.details else "")
+        body = printable(d.message) + (
+            "\n" + "\n".join(map(printable, d.details)) if d.details else ""
+        )
         if d.hint:
-            body += "\nhint: " + d.hint
+            body += "\nhint: " + printable(d.hint)
         lines.append(f"::{level[d.severity]} {','.join(props)}::{_gh_escape_data(body)}")
     if summary:
         lines.append(summary)

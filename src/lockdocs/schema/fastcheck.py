@@ -38,6 +38,10 @@ class SchemaError:
 
 @cache
 def _pattern(p: str) -> re.Pattern[str]:
+    """A schema pattern with ECMA-262's meaning of `$`: the end of the string. Python's `$`
+    also matches before a final newline, which let "account-row\\n" pass as an id."""
+    if p.endswith("$") and not p.endswith("\\$"):
+        p = p[:-1] + r"\Z"
     return re.compile(p)
 
 

@@ -131,6 +131,12 @@ def _describe(error: Any, doc: Document) -> Diagnostic:
     elif validator in ("minProperties", "minItems"):
         message = "this must not be empty"
         hint = "add at least one entry, or remove the field"
+    elif validator == "minimum":
+        message = f"{inst!r} is below the smallest allowed value, {error.validator_value}"
+        hint = f"write {error.validator_value} or more"
+    elif validator == "minLength":
+        message = "this text must not be empty"
+        hint = "write a value, or remove the field"
     elif validator == "maxProperties":
         message = "only one of these may be given: " + ", ".join(sorted(inst))
         hint = "keep exactly one"
