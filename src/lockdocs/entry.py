@@ -8,6 +8,7 @@ the typer route.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import sys
@@ -62,12 +63,24 @@ def _fast(argv: list[str]) -> _Plan | None:
     return _Plan(command, root, fmt, **flags)
 
 
+def _tolerant_streams() -> None:
+    """Under LC_ALL=C with PYTHONUTF8=0 stdout is ASCII: a non-ASCII title or project path
+    in a message would stop the run with UnicodeEncodeError. Such characters are written as
+    backslash escapes instead (a UTF-8 terminal sees no change)."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):
+                reconfigure(errors="backslashreplace")
+
+
 def main() -> None:
     """Maps anything unexpected to exit code 3 instead of a traceback."""
     # A run builds many small objects and frees them at exit; Python's default collector
     # thresholds scan the growing heap again and again (measured: loading the 100x synthetic
     # project takes 2.2 s with them, 1.3 s with these, and 1000x is near-linear again).
     gc.set_threshold(100_000, 50, 1000)
+    _tolerant_streams()
     try:
         plan = None if os.environ.get("LOCKDOCS_NO_FAST") else _fast(sys.argv[1:])
         if plan is None:

@@ -248,7 +248,7 @@ def inputs_digest(model: m.Model, coverage: Coverage | None = None) -> str:
             data = path.read_bytes()
         except OSError:
             data = b"<missing>"
-        h.update(f"{label}\0{len(data)}\0".encode())
+        h.update(f"{label}\0{len(data)}\0".encode("utf-8", "surrogateescape"))
         h.update(data)
 
     from lockdocs import __version__
@@ -283,7 +283,8 @@ def _cache_file(root: Path) -> Path | None:
     if os.environ.get("LOCKDOCS_CACHE", "").lower() in ("0", "off", "no", "false"):
         return None
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    key = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:32]
+    # fsencode: a non-ASCII project path under LC_ALL=C PYTHONUTF8=0 holds surrogates.
+    key = hashlib.sha256(os.fsencode(root.resolve())).hexdigest()[:32]
     return Path(base) / "lockdocs" / f"{key}.json"
 
 
