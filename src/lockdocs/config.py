@@ -27,10 +27,12 @@ def pyproject_settings(root: Path) -> tuple[dict[str, Any], list[Diagnostic]]:
 
 
 def _read_pyproject(root: Path) -> tuple[dict[str, Any], list[Diagnostic], str]:
+    from lockdocs import inputs
     from lockdocs.confine import inside
 
     file = root / "pyproject.toml"
     if not file.is_file():
+        inputs.record(root, "pyproject.toml", None)
         return {}, [], ""
     if not inside(root, file):
         return (
@@ -47,7 +49,9 @@ def _read_pyproject(root: Path) -> tuple[dict[str, Any], list[Diagnostic], str]:
             "",
         )
     try:
-        text = file.read_text(encoding="utf-8")
+        raw = file.read_bytes()
+        inputs.record(root, "pyproject.toml", raw)
+        text = raw.decode("utf-8")
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         reason = str(exc)

@@ -37,6 +37,7 @@ class Document:
     data: Any
     marks: dict[JsonPath, Any] = field(default_factory=dict)  # yaml Marks (0-based)
     key_marks: dict[JsonPath, Any] = field(default_factory=dict)
+    digest: str = ""  # sha256 of the bytes read (set by read_file)
 
     def loc(self, path: JsonPath, *, key: bool = False) -> Location:
         """The location of a value (or of its key), falling back to the nearest parent."""
@@ -327,4 +328,9 @@ def read_file(path: Path, display: str) -> tuple[Document | None, list[Diagnosti
                 "remove the binary content; declarations are text",
             )
         ]
-    return parse_text(text, display)
+    doc, diags = parse_text(text, display)
+    if doc is not None:
+        import hashlib
+
+        doc.digest = hashlib.sha256(raw).hexdigest()
+    return doc, diags

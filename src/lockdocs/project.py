@@ -178,9 +178,11 @@ def load_documents(root: FsPath) -> tuple[Document | None, list[Document], list[
 
     Nothing outside the project is read: a locks.yaml or path file that is a symlink leading
     out, or a `paths:` folder outside, is an LD012 error."""
+    from lockdocs import inputs
     from lockdocs.confine import inside
     from lockdocs.schema.validate import validate
 
+    inputs.start(root)
     diags: list[Diagnostic] = []
     if not inside(root, root / LOCKS_FILE):
         return (
@@ -197,6 +199,7 @@ def load_documents(root: FsPath) -> tuple[Document | None, list[Document], list[
     locks_doc, d = read_file(root / LOCKS_FILE, LOCKS_FILE)
     diags += d
     if locks_doc is not None:
+        inputs.record_digest(root, LOCKS_FILE, locks_doc.digest)
         schema_diags = validate(locks_doc, "locks")
         diags += schema_diags
         if schema_diags:
@@ -215,6 +218,7 @@ def load_documents(root: FsPath) -> tuple[Document | None, list[Document], list[
             diags += d
             if doc is None:
                 continue
+            inputs.record_digest(root, display, doc.digest)
             schema_diags = validate(doc, "paths")
             diags += schema_diags
             if not schema_diags:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import hashlib
 import os
 import re
@@ -236,40 +237,36 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def _hashes(files: dict[str, str]) -> dict[str, str]:
+    return {rel: _sha(text) for rel, text in files.items()}
+
+
 def inputs_digest(model: m.Model, coverage: Coverage | None = None) -> str:
-    """Everything the generated files are a function of: the declarations, the project's
-    templates and pyproject.toml, this lockdocs (its version and its own files), and the
-    coverage of the scanned SQL that the page states."""
+    """Everything the generated files are a function of, hashed as this run read it (see
+    `inputs.py`): the declarations, pyproject.toml, the project's templates, this lockdocs
+    (its version and its own files), and the coverage of the scanned SQL the page states."""
+    from lockdocs import __version__, inputs
+
     root = Path(model.root)
+    seen = inputs.seen(root)
+    if inputs.TEMPLATE_DIR + "/" not in seen:  # nothing rendered yet: read them now, once
+        inputs.template_snapshot(root)
+        seen = inputs.seen(root)
     h = hashlib.sha256()
-
-    def add(label: str, path: Path) -> None:
-        try:
-            data = path.read_bytes()
-        except OSError:
-            data = b"<missing>"
-        h.update(f"{label}\0{len(data)}\0".encode("utf-8", "surrogateescape"))
-        h.update(data)
-
-    from lockdocs import __version__
-
     h.update(__version__.encode())
     if coverage is not None:
         import json
 
         h.update(json.dumps(coverage.to_json(), sort_keys=True).encode())
-    for rel in sorted(model.files):
-        add(rel, root / rel)
-    add("pyproject.toml", root / "pyproject.toml")
-    for folder, label in ((root / "templates", "templates"), (Path(__file__).parent.parent, "pkg")):
-        if folder.is_dir():
-            for f in sorted(folder.rglob("*")):
-                if (
-                    f.is_file()
-                    and f.suffix in (".py", ".j2", ".json")
-                    and "__pycache__" not in f.parts
-                ):
-                    add(f"{label}/{f.relative_to(folder).as_posix()}", f)
+    wanted = [*model.files, "pyproject.toml"]
+    for label in sorted(set(wanted) | {k for k in seen if k.startswith(inputs.TEMPLATE_DIR)}):
+        h.update(f"{label}\0{seen.get(label, '<unread>')}\0".encode("utf-8", "surrogateescape"))
+    pkg = Path(__file__).parent.parent
+    for f in sorted(pkg.rglob("*")):
+        if f.is_file() and f.suffix in (".py", ".j2", ".json") and "__pycache__" not in f.parts:
+            data = f.read_bytes()
+            h.update(f"pkg/{f.relative_to(pkg).as_posix()}\0{len(data)}\0".encode())
+            h.update(data)
     return h.hexdigest()
 
 
@@ -301,15 +298,20 @@ def _outputs_now(root: Path) -> dict[str, str] | None:
 
 
 def remember_clean(
-    root: Path, model: m.Model, *, svg: bool = True, coverage: Coverage | None = None
+    root: Path,
+    model: m.Model,
+    outputs: dict[str, str],
+    *,
+    svg: bool = True,
+    coverage: Coverage | None = None,
 ) -> None:
-    """Record that the outputs on disk match these inputs (best effort, never fails); `svg`
+    """Record that these outputs ({file: sha256 of the text compared or written}, the
+    manifest among them) match the inputs this run read (best effort, never fails); `svg`
     says whether the SVGs were part of the comparison."""
     import json
 
     target = _cache_file(root)
-    outputs = _outputs_now(root)
-    if target is None or outputs is None:
+    if target is None:
         return
     record = json.dumps(
         {"inputs": inputs_digest(model, coverage), "outputs": outputs, "svg": svg},
@@ -370,11 +372,33 @@ def _read(path: Path) -> str | None:
 # --- the atomic build --------------------------------------------------------------------------
 
 
-def _write_temp(target: Path, content: bytes) -> Path:
+@functools.cache
+def _umask() -> int:
+    """The process's umask (read without changing it where Linux allows)."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _mode_for(target: Path) -> int:
+    """The mode `open` would leave: an existing file keeps its own, a new one gets what the
+    umask allows (mkstemp alone makes every file 0600)."""
+    try:
+        return target.stat().st_mode & 0o7777
+    except OSError:
+        return 0o666 & ~_umask()
+
+
+def _write_temp(target: Path, content: bytes, mode: int | None = None) -> Path:
     """Write content to a new temporary file beside target (same folder, so os.replace is an
     atomic rename) and return its path."""
     fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, _mode_for(target) if mode is None else mode)
         with os.fdopen(fd, "wb") as fh:
             fh.write(content)
             fh.flush()
@@ -529,6 +553,96 @@ def recover(root: Path, err: TextIO | None = None) -> bool:
     return complete
 
 
+_TEMP = re.compile(r"\.(.+)\.[a-z0-9_]{8}\.tmp")
+
+
+def remove_stale_temps(root: Path, names: list[str]) -> list[str]:
+    """Delete the temporary files killed builds left beside the files lockdocs writes
+    (`.NAME.XXXXXXXX.tmp`, NAME one of `names`); only while holding the build lock, after
+    recover() has used the journal's. Returns what was removed."""
+    by_folder: dict[Path, set[str]] = {}
+    for rel in names:
+        if confined(root, rel):
+            target = root / rel
+            by_folder.setdefault(target.parent, set()).add(target.name)
+    removed = []
+    for folder, wanted in sorted(by_folder.items()):
+        try:
+            entries = list(folder.iterdir())
+        except OSError:
+            continue
+        for entry in sorted(entries):
+            m = _TEMP.fullmatch(entry.name)
+            if m and m.group(1) in wanted and entry.is_file() and not entry.is_symlink():
+                entry.unlink(missing_ok=True)
+                removed.append(entry.relative_to(root).as_posix())
+    return removed
+
+
+LOCK = f"{DOCS}/.lockdocs-lock"
+LOCK_WAIT = 60.0  # seconds a build waits for another one (LOCKDOCS_LOCK_SECONDS overrides)
+
+
+def _lock_wait() -> float:
+    try:
+        value = float(os.environ.get("LOCKDOCS_LOCK_SECONDS", ""))
+    except ValueError:
+        return LOCK_WAIT
+    return value if value >= 0 else LOCK_WAIT
+
+
+class _BuildLock:
+    """One build at a time per docs folder: an flock on docs/.lockdocs-lock, removed when the
+    build ends (a killed build's file is taken over: the kernel drops its lock)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.fd: int | None = None
+
+    def acquire(self, wait: float | None = None) -> BuildRefused | None:
+        import fcntl
+        import time
+
+        wait = _lock_wait() if wait is None else wait
+        path = self.root / LOCK
+        if not confined(self.root, LOCK) or path.is_symlink():
+            return BuildRefused(f"{LOCK} is a symlink", "remove it; lockdocs creates it itself")
+        deadline = time.monotonic() + wait
+        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        while True:
+            fd = os.open(path, flags, 0o666 & ~_umask())
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                if time.monotonic() > deadline:
+                    return BuildRefused(
+                        f"another lockdocs build is running in this project ({LOCK} is held "
+                        f"for more than {wait:g} s)",
+                        "wait for it to finish, then build again",
+                    )
+                time.sleep(0.05)
+                continue
+            try:
+                same = os.fstat(fd).st_ino == path.stat().st_ino
+            except OSError:
+                same = False
+            if same:  # not a file the previous holder removed meanwhile
+                os.ftruncate(fd, 0)
+                os.write(fd, f"{os.getpid()}\n".encode())
+                self.fd = fd
+                return None
+            os.close(fd)
+
+    def release(self) -> None:
+        if self.fd is None:
+            return
+        with contextlib.suppress(OSError):
+            (self.root / LOCK).unlink()
+        os.close(self.fd)
+        self.fd = None
+
+
 def write_files(root: Path, files: dict[str, str]) -> tuple[list[str], list[str]]:
     """Write `files` (and the manifest) all or nothing; remove what the last build wrote and
     this one does not. Returns (written, removed) paths."""
@@ -648,12 +762,21 @@ def refuse(err: TextIO, refused: BuildRefused) -> int:
 
 def restore(root: Path, err: TextIO) -> BuildRefused | None:
     """Undo an interrupted build before anything else (a build with invalid declarations
-    too), reporting what it did; a refusal when the docs folder cannot be written."""
+    too), under the build lock, reporting what it did; a refusal when the docs folder
+    cannot be written."""
+    if not (root / DOCS).is_dir():
+        return None
+    lock = _BuildLock(root)
     try:
+        problem = lock_docs(lock, root)
+        if problem is not None:
+            return problem
         if recover(root, err):
             err.write("lockdocs: restored the files an interrupted build had half replaced\n")
     except OSError as exc:
         return os_refusal(exc, root, "restore the interrupted build's files in")
+    finally:
+        lock.release()
     return None
 
 
@@ -670,10 +793,11 @@ def build(
     progress: Progress | None = None,
 ) -> int:
     """Write the docs of an analysed model (the caller loads and checks it, see `api.build`):
-    0 written, 2 bad input (nothing written), 3 Graphviz failed.
+    0 written, 2 bad input or an unusable docs folder (nothing written), 3 Graphviz failed.
 
     `svg` False writes the Markdown and the DOT only (no Graphviz needed); the page's images
-    then have no file until a build with SVGs runs (check with --no-svg compares DOT only)."""
+    then have no file until a build with SVGs runs (check with --no-svg compares DOT only).
+    Builds of one project write one at a time (`_BuildLock`)."""
     from lockdocs.render.svg import GraphvizError
     from lockdocs.report import REPORTERS
 
@@ -692,15 +816,37 @@ def build(
     except GraphvizError as exc:
         err.write(f"lockdocs: {exc}; nothing written\n")
         return 2 if exc.usage else 3
-    if progress is not None:
-        progress.say(f"lockdocs: writing {len(files):,} files")
+    refused = docs_problem(root)
+    if refused is not None:
+        return refuse(err, refused)
+    lock = _BuildLock(root)
+    docs = root / DOCS
+    made_docs = False
     try:
+        if not docs.exists():
+            docs.mkdir(parents=True)
+            made_docs = True
+        problem = lock_docs(lock, root)
+        if problem is not None:
+            return refuse(err, problem)
+        recover(root, err)  # a build killed since this one started
+        remove_stale_temps(root, [*files, MANIFEST, JOURNAL, *read_manifest(root)])
+        if progress is not None:
+            progress.say(f"lockdocs: writing {len(files):,} files")
         written, removed = write_files(root, dict(sorted(files.items())))
     except BuildRefused as exc:
         return refuse(err, exc)
     except OSError as exc:
         return refuse(err, os_refusal(exc, root, "write"))
-    remember_clean(root, model, svg=svg, coverage=coverage)
+    finally:
+        lock.release()
+        if made_docs:
+            with contextlib.suppress(OSError):
+                docs.rmdir()  # only when it stayed empty
+    manifest = _manifest_text(list(files))
+    remember_clean(
+        root, model, {**_hashes(files), MANIFEST: _sha(manifest)}, svg=svg, coverage=coverage
+    )
     for rel in written:
         out.write(f"wrote {rel}\n")
     for rel in removed:
@@ -708,3 +854,14 @@ def build(
     unchanged = len(files) - len(written)
     out.write(f"lockdocs: {len(written)} written, {unchanged} unchanged, {len(removed)} removed\n")
     return 0
+
+
+def lock_docs(lock: _BuildLock, root: Path) -> BuildRefused | None:
+    """Take the build lock. On a read-only file system nobody can write, so no lock is
+    needed (a build with nothing to change still succeeds there)."""
+    try:
+        return lock.acquire()
+    except OSError as exc:
+        if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+            return None
+        return os_refusal(exc, root, "lock")

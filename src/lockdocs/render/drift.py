@@ -265,6 +265,7 @@ def find_drift(
     files = b.render_outputs(model, diagnostics, coverage)
     found: dict[str, DriftFile] = {}
     expected = set(files)
+    compared: dict[str, str] = {}  # what was read and found equal: what the cache records
     for rel, new in files.items():
         if not b.confined(root, rel):  # never read through a symlink that leads out
             found[rel] = DriftFile(
@@ -279,12 +280,16 @@ def find_drift(
             found[rel] = DriftFile(rel, "missing", None, new)
         elif old != new:
             found[rel] = DriftFile(rel, "changed", old, new)
+        else:
+            compared[rel] = b._sha(old)
         svg_rel = b._svg_path(rel)
         if not rel.endswith(".dot"):
             continue
         on_disk = b._read(root / svg_rel) if b.confined(root, svg_rel) else None
         if svg or on_disk is not None:
             expected.add(svg_rel)
+            if on_disk is not None:
+                compared[svg_rel] = b._sha(on_disk)
         if not svg:
             continue  # DOT only: an SVG is neither required nor compared
         if on_disk is None:
@@ -297,8 +302,9 @@ def find_drift(
     manifest = b._read(root / b.MANIFEST) if b.confined(root, b.MANIFEST) else None
     if not found and manifest != b._manifest_text(sorted(expected)):
         found[b.MANIFEST] = DriftFile(b.MANIFEST, "manifest")
-    if not found:
-        b.remember_clean(root, model, svg=svg, coverage=coverage)
+    if not found and manifest is not None:
+        outputs = {**compared, b.MANIFEST: b._sha(manifest)}
+        b.remember_clean(root, model, outputs, svg=svg, coverage=coverage)
     return [found[k] for k in sorted(found)]
 
 

@@ -36,37 +36,40 @@ class TemplateProblem(Exception):
 
 
 class TemplateOutside(jinja2.TemplateError):
-    """A project template that resolves (through a symlink) to a file outside the project."""
+    """The project's templates/ cannot be read as it stands: a file leads outside the
+    project (a symlink), is too large or is not UTF-8."""
 
-    def __init__(self, name: str) -> None:
-        super().__init__(f"{TEMPLATE_DIR}/{name} leads outside the project (a symlink?)")
-        self.name = name
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
 
 
-class _ProjectLoader(jinja2.FileSystemLoader):
-    """The project's templates/, read only where the file really lies inside the project."""
+class _SnapshotLoader(jinja2.BaseLoader):
+    """The project's templates from the one snapshot this render took (`inputs.py`)."""
 
-    def __init__(self, root: Path) -> None:
-        super().__init__(str(root / TEMPLATE_DIR), encoding="utf-8")
+    def __init__(self, root: Path, sources: dict[str, str]) -> None:
         self.root = root
+        self.sources = sources
 
     def get_source(
         self, environment: jinja2.Environment, template: str
     ) -> tuple[str, str, Callable[[], bool]]:
-        from lockdocs.confine import inside
-
-        found = Path(self.searchpath[0]) / template
-        if (found.exists() or found.is_symlink()) and not inside(self.root, found):
-            raise TemplateOutside(template)
-        return super().get_source(environment, template)
+        if template not in self.sources:
+            raise jinja2.TemplateNotFound(template)
+        filename = str(self.root / TEMPLATE_DIR / template)
+        return self.sources[template], filename, lambda: True
 
 
 def environment(root: Path) -> Sandbox:
     """Project templates first, then the package's defaults; sandboxed either way."""
+    from lockdocs.inputs import template_snapshot
+
+    sources, problem = template_snapshot(root)
+    if problem:
+        raise TemplateOutside(problem)
     loaders: list[jinja2.BaseLoader] = []
-    override = root / TEMPLATE_DIR
-    if override.is_dir():
-        loaders.append(_ProjectLoader(root))
+    if sources:
+        loaders.append(_SnapshotLoader(root, sources))
     loaders.append(jinja2.PackageLoader("lockdocs", "templates"))
     env = Sandbox(
         loader=jinja2.ChoiceLoader(loaders),
@@ -108,8 +111,9 @@ def _problem(root: Path, exc: Exception) -> TemplateProblem:
         loc = Location(_display(root, exc.filename, exc.name), exc.lineno or 1, 1)
         message = f"template syntax error: {exc.message}"
     elif isinstance(exc, TemplateOutside):
-        loc = Location(f"{TEMPLATE_DIR}/{exc.name}", 0, 0)
-        message = f"template refused: {exc.message}"
+        where = exc.problem.split(" ", 1)[0]
+        loc = Location(where if where.startswith(TEMPLATE_DIR) else TEMPLATE_DIR, 0, 0)
+        message = f"template refused: {exc.problem}"
     elif isinstance(exc, jinja2.TemplateNotFound):
         loc = Location(f"{TEMPLATE_DIR}/{exc.name}", 0, 0)
         message = f"template not found: {exc.name}"
@@ -146,8 +150,8 @@ def tidy(text: str) -> str:
 
 def render_page(root: Path, page: PageView, coverage: CoverageView | None = None) -> str:
     """Render the page template; any template problem becomes a TemplateProblem."""
-    env = environment(root)
     try:
+        env = environment(root)
         with deadline(time_limit()):
             template = env.get_template(PAGE_TEMPLATE)
             chunks: Generator[str, None, None] = template.generate(  # type: ignore[assignment]

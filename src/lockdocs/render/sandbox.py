@@ -236,14 +236,21 @@ class _Budget:
 
 @functools.cache
 def _view_types() -> frozenset[type]:
-    """The frozen dataclasses the templates receive (`render/view.py`, and `Link`)."""
+    """The frozen dataclasses the templates receive: the page's views (`render/view/`, the
+    coverage view) and `Link`."""
     import dataclasses
+    import importlib
+    import pkgutil
 
-    from lockdocs.render import escape, view
+    from lockdocs.render import coverage, escape, view
 
+    modules = [escape, coverage, view] + [
+        importlib.import_module(f"{view.__name__}.{info.name}")
+        for info in pkgutil.iter_modules(view.__path__)
+    ]
     return frozenset(
         cls
-        for module in (view, escape)
+        for module in modules
         for cls in vars(module).values()
         if isinstance(cls, type)
         and dataclasses.is_dataclass(cls)
