@@ -190,3 +190,72 @@ def test_disguised_links_do_not_run_in_chromium(disguised_site: Path) -> None:
     assert state["admonitions"] == 0
     assert "!!! danger" in state["text"] and "??? note" in state["text"]
     assert "runbook" in state["text"] and "#7" in state["text"]
+
+
+# --- the MkDocs plugin: every lockdocs error is a PluginError with the same message ----------
+
+_FIXTURE = Path(__file__).parent / "fixtures" / "render_project"
+
+
+@pytest.mark.parametrize(
+    ("case", "words"),
+    [
+        ("template", "LD601 error: template error: ZeroDivisionError"),
+        ("symlink", "LD012 error: paths/secret.yaml is a symlink that leads outside"),
+        ("tag", "LD001 error: cannot read this value as int"),
+        ("paths-root", "LD012 error: paths: '/' is not a folder inside the project"),
+        ("huge-int", "LD001 error: cannot read this value as int: it has more digits"),
+    ],
+)
+def test_the_plugin_reports_lockdocs_errors_without_a_traceback(
+    tmp_path: Path, case: str, words: str
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    root = tmp_path / "site-project"
+    shutil.copytree(_FIXTURE, root)
+    (root / "docs").mkdir(exist_ok=True)
+    (root / "docs" / "index.md").write_text("# Home\n")
+    locks = root / "locks.yaml"
+    if case == "template":
+        (root / "templates").mkdir()
+        (root / "templates" / "planned.md.j2").write_text("{{ 1/0 }}\n")
+    elif case == "symlink":
+        (tmp_path / "secret").write_text("TOP SECRET\n")
+        (root / "paths" / "secret.yaml").symlink_to(tmp_path / "secret")
+    elif case == "tag":
+        locks.write_text(locks.read_text().replace("title: Shop Locks", "title: !!int abc"))
+    elif case == "paths-root":
+        locks.write_text(locks.read_text() + 'paths: "/"\n')
+    else:
+        locks.write_text(locks.read_text().replace("title: Shop Locks", "title: " + "9" * 5000))
+    (root / "mkdocs.yml").write_text(
+        "site_name: x\nplugins: [lockdocs]\nnav: [index.md, database-locks.md]\n"
+    )
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    env.pop("LOCKDOCS_DEBUG", None)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "-q",
+            "-f",
+            str(root / "mkdocs.yml"),
+            "-d",
+            str(tmp_path / "site"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 1, output
+    assert "Traceback" not in output and "internal error" not in output, output
+    assert words in output, output
+    assert "TOP SECRET" not in output

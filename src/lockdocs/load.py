@@ -23,6 +23,14 @@ except AttributeError:  # pragma: no cover - depends on the PyYAML build
 MAX_FILE_BYTES = 4 * 1024 * 1024
 MAX_NODES = 500_000
 MAX_DEPTH = 64
+# Limits of a whole project, checked as the files are found and read (before the schema, the
+# model and the analysis), so a project far beyond any real one is refused in bounded time
+# and memory: 10^6 paths once took 100 s and 5.9 GB just to validate.
+MAX_PATH_FILES = 10_000
+MAX_TOTAL_BYTES = 32 * 1024 * 1024
+MAX_PATHS = 50_000
+MAX_STEPS = 500_000
+MAX_WALK_ENTRIES = 100_000  # files and folders looked at under the paths folder
 
 JsonPath = tuple[str | int, ...]
 _STR = "tag:yaml.org,2002:str"

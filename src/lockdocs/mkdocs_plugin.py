@@ -236,6 +236,31 @@ def _committed(project: _Project) -> dict[str, str]:
     return out
 
 
+def _guarded(project: _Project) -> tuple[dict[str, str], list[Path]]:
+    """render_project, with anything else that goes wrong (a file system error, a bug) also
+    a PluginError with a plain message, as the command line words it: MkDocs prints a
+    PluginError's message and stops, where any other exception prints a traceback."""
+    import os
+
+    try:
+        return render_project(project)
+    except PluginError:
+        raise
+    except OSError as exc:
+        raise PluginError(
+            f"lockdocs: cannot read {project.label}: {exc.strerror or exc} "
+            f"({exc.filename or project.root})"
+        ) from None
+    except Exception as exc:
+        if os.environ.get("LOCKDOCS_DEBUG"):
+            raise
+        raise PluginError(
+            f"lockdocs: internal error while rendering {project.label}: "
+            f"{type(exc).__name__}: {exc}\nThis is a bug in lockdocs. Run again with "
+            "LOCKDOCS_DEBUG=1 for the traceback and report it."
+        ) from None
+
+
 class LockdocsPlugin(BasePlugin[LockdocsConfig]):  # type: ignore[no-untyped-call]
     """See the module docstring."""
 
@@ -279,7 +304,7 @@ class LockdocsPlugin(BasePlugin[LockdocsConfig]):  # type: ignore[no-untyped-cal
         self._failing = {}
         for project in self._projects:
             try:
-                outputs, read = render_project(project)
+                outputs, read = _guarded(project)
                 _require_extensions(outputs, config, project)
             except PluginError as exc:
                 if not self._serving:

@@ -98,11 +98,13 @@ def _path_files(root: FsPath, folder: FsPath) -> tuple[list[FsPath], list[Diagno
     only while they lead to a place inside the project (each folder walked once, so a link
     loop ends); one that leads out is an LD012 error at it, never read."""
     from lockdocs.confine import inside, resolved
+    from lockdocs.load import MAX_WALK_ENTRIES
 
     files: list[FsPath] = []
     diags: list[Diagnostic] = []
     seen: set[FsPath] = set()
     pending = [folder]
+    looked = 0
     while pending:
         here = pending.pop()
         real = resolved(here)
@@ -121,6 +123,17 @@ def _path_files(root: FsPath, folder: FsPath) -> tuple[list[FsPath], list[Diagno
                 )
             )
             continue
+        looked += len(entries)
+        if looked > MAX_WALK_ENTRIES:
+            diags.append(
+                _err(
+                    "LD009",
+                    Location(folder.relative_to(root).as_posix()),
+                    f"the paths folder holds more than {MAX_WALK_ENTRIES:,} files and folders",
+                    "keep only the path files there",
+                )
+            )
+            return [], diags
         for entry in entries:
             rel = entry.relative_to(root).as_posix()
             if entry.is_symlink() and not inside(root, entry):
@@ -212,6 +225,10 @@ def load_documents(root: FsPath) -> tuple[Document | None, list[Document], list[
     if folder is not None and folder.is_dir():
         files, d = _path_files(root, folder)
         diags += d
+        too_many = _over_project_limits(root, folder, files)
+        if too_many is not None:
+            return locks_doc, [], [*diags, too_many]
+        budget = _Budget()
         for f in files:
             display = f.relative_to(root).as_posix()
             doc, d = read_file(f, display)
@@ -219,11 +236,93 @@ def load_documents(root: FsPath) -> tuple[Document | None, list[Document], list[
             if doc is None:
                 continue
             inputs.record_digest(root, display, doc.digest)
+            over = budget.spend(doc)
+            if over is not None:
+                return locks_doc, [], [*diags, over]
             schema_diags = validate(doc, "paths")
             diags += schema_diags
             if not schema_diags:
                 path_docs.append(doc)
     return locks_doc, path_docs, diags
+
+
+def _over_project_limits(root: FsPath, folder: FsPath, files: list[FsPath]) -> Diagnostic | None:
+    """Refuse, before reading any path file, more files or bytes than any project holds."""
+    from lockdocs.load import MAX_PATH_FILES, MAX_TOTAL_BYTES
+
+    where = Location(folder.relative_to(root).as_posix())
+    if len(files) > MAX_PATH_FILES:
+        return _err(
+            "LD009",
+            where,
+            f"the paths folder holds {len(files):,} path files; the limit is {MAX_PATH_FILES:,}",
+            "group the paths into fewer files (one per area of the code)",
+        )
+    total = 0
+    for f in [root / LOCKS_FILE, *files]:
+        try:
+            total += f.stat().st_size
+        except OSError:
+            continue
+    if total > MAX_TOTAL_BYTES:
+        return _err(
+            "LD009",
+            where,
+            f"the declarations are {total:,} bytes; the limit is {MAX_TOTAL_BYTES:,}",
+            "declare the locking of one application per project; this is far beyond one",
+        )
+    return None
+
+
+class _Budget:
+    """Paths and steps counted as each file is read; past a limit the load stops there."""
+
+    def __init__(self) -> None:
+        self.paths = 0
+        self.steps = 0
+
+    def spend(self, doc: Document) -> Diagnostic | None:
+        from lockdocs.load import MAX_PATHS, MAX_STEPS
+
+        paths = doc.data.get("paths") if isinstance(doc.data, dict) else None
+        if not isinstance(paths, dict):
+            return None
+        for pid, raw in paths.items():
+            self.paths += 1
+            if self.paths > MAX_PATHS:
+                return _err(
+                    "LD009",
+                    doc.loc(("paths", pid), key=True),
+                    f"more than {MAX_PATHS:,} paths are declared; this is the one past the limit",
+                    "declare the locking of one application per project; this is far beyond one",
+                )
+            self.steps += _count_steps(raw.get("steps") if isinstance(raw, dict) else None)
+            if self.steps > MAX_STEPS:
+                return _err(
+                    "LD009",
+                    doc.loc(("paths", pid), key=True),
+                    f"the paths declare more than {MAX_STEPS:,} steps; the limit is passed here",
+                    "declare each path's locking steps only; shared sequences go in run: paths",
+                )
+        return None
+
+
+def _count_steps(steps: Any) -> int:
+    """Steps in a path, nested loops and branches included (iteratively: no recursion)."""
+    count = 0
+    pending = [steps]
+    while pending:
+        current = pending.pop()
+        if not isinstance(current, list):
+            continue
+        for step in current:
+            count += 1
+            if isinstance(step, dict):
+                pending.append(step.get("steps"))
+                branches = step.get("branches")
+                if isinstance(branches, dict):
+                    pending.extend(branches.values())
+    return count
 
 
 class _Resolver:

@@ -53,11 +53,16 @@ nodesep=0.3, ranksep=0.35];
 """
 
 
+LABEL_MAX = 200  # characters of one label; a 1 MB title made dot run out of memory
+
+
 def wrap(s: str, width: int = WRAP) -> list[str]:
-    """Graphviz does not wrap labels; wrapping here keeps the text deterministic."""
-    lines = textwrap.wrap(
-        " ".join(s.split()), width, break_long_words=False, break_on_hyphens=False
-    )
+    """Graphviz does not wrap labels; wrapping here keeps the text deterministic. A label
+    longer than LABEL_MAX is cut there (the page keeps the whole text)."""
+    text = " ".join(s.split())
+    if len(text) > LABEL_MAX:
+        text = text[: LABEL_MAX - 1].rstrip() + "…"
+    lines = textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False)
     return lines or [""]
 
 

@@ -130,8 +130,11 @@ _doc(
 _doc(
     "LD009",
     "too-large",
-    "The file is too large, nests too deeply, or expands an alias bomb.",
-    "Refuses a file over 4 MiB, deeper than 64 levels, or expanding to more than 500,000 values.",
+    "The file or the project is too large, nests too deeply, or expands an alias bomb.",
+    "Refuses a file over 4 MiB, deeper than 64 levels, or expanding to more than 500,000 values, "
+    "and a project beyond any real one: more than 10,000 path files, 32 MiB of declarations, "
+    "50,000 paths or 500,000 steps (counted as the files are read, so the refusal comes "
+    "before any analysis).",
     "The check runs in pre-commit hooks; hostile input must fail fast with bounded memory.",
     {"locks.yaml": _LOCKS, "paths/ledger.yaml": "group: " + "[" * 70 + "]" * 70 + "\npaths: {}\n"},
 )

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
-ID_PATTERN = r"^[a-z0-9][a-z0-9._-]*$"
+ID_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,127}$"  # at most 128 characters: ids name DOT nodes
 
 ADVISORY_MODES = ["shared", "exclusive"]
 ROW_MODES = ["for key share", "for share", "for no key update", "for update"]

@@ -118,25 +118,22 @@ def _describe(error: Any, doc: Document) -> Diagnostic:
         path = (*path, str(inst))
         on_key = True
         message = f"'{inst}' is not a valid id"
-        hint = "ids are lower-case slugs: letters, digits, '.', '_' and '-' (e.g. pool-row)"
+        hint = (
+            "ids are lower-case slugs of at most 128 characters: letters, digits, '.', '_' and "
+            "'-' (e.g. pool-row)"
+        )
     elif validator == "minLength":
         message = "this text must not be empty"
         if path and path[-1] == "try":
             hint = "say what the code does when the lock is not free (skips, retries, gives up)"
         else:
             hint = "write the text, or remove the field"
-    elif validator == "minimum":
-        message = f"{inst} is below the least allowed value, {error.validator_value}"
-        hint = f"write {error.validator_value} or more"
     elif validator in ("minProperties", "minItems"):
         message = "this must not be empty"
         hint = "add at least one entry, or remove the field"
     elif validator == "minimum":
         message = f"{inst!r} is below the smallest allowed value, {error.validator_value}"
         hint = f"write {error.validator_value} or more"
-    elif validator == "minLength":
-        message = "this text must not be empty"
-        hint = "write a value, or remove the field"
     elif validator == "maxProperties":
         message = "only one of these may be given: " + ", ".join(sorted(inst))
         hint = "keep exactly one"
