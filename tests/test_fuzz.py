@@ -106,9 +106,36 @@ def _flagship_files() -> dict[str, str]:
     return files
 
 
+# Hostile scalars (issue 18): tags that cannot construct, numbers too long or too large, ids
+# with a trailing newline, escape sequences, links disguised with entities.
+HOSTILE_VALUES = [
+    "!!int abc",
+    "!!float x",
+    "!!timestamp 2020-99-99",
+    '!!binary "@@"',
+    "!!python/object/apply:os.system ['true']",
+    "9" * 5000,
+    "9" * 30,
+    '"5s\\n"',
+    '"\\e[32mok\\e[0m\\e]52;c;eA==\\a"',
+    '"javascript&#58;alert&#40;1&#41;"',
+    '"[x](javascript&colon;alert(1)) !!! danger"',
+    '"??? note"',
+]
+
+
 def _mutate(text: str, rng: random.Random) -> str | bytes:
     lines = text.splitlines(keepends=True)
-    op = rng.randrange(14)
+    op = rng.randrange(16)
+    if op == 14 and lines:  # a hostile scalar in place of a value
+        k = rng.randrange(len(lines))
+        value = rng.choice(HOSTILE_VALUES)
+        lines[k] = re.sub(r": (\S.*)$", lambda _: ": " + value, lines[k], count=1)
+        return "".join(lines)
+    if op == 15 and lines:  # an id (a mapping key) with a trailing newline
+        k = rng.randrange(len(lines))
+        lines[k] = re.sub(r"^(\s+)([a-z0-9][a-z0-9._-]*):", r'\1"\2\\n":', lines[k], count=1)
+        return "".join(lines)
     i = rng.randrange(len(lines)) if lines else 0
     j = rng.randrange(len(lines)) if lines else 0
     if op == 0 and lines:  # delete a line
@@ -180,10 +207,11 @@ def _mutation_run(tmp: Path, cases: int, seed: int) -> Counter[int]:
         _write(root, files)
         code, out = run_in_process(root)
         assert code in (0, 1, 2), (n, name, code, out[-500:])
-        if code == 2:
-            import json
+        import json
 
-            diags = json.loads(out)["diagnostics"]
+        diags = json.loads(out)["diagnostics"]
+        assert all(d["message"].strip() for d in diags), (n, name, out[-500:])
+        if code == 2:
             assert diags and all(d["file"] and d["hint"] for d in diags), (n, name, out[-500:])
         codes[code] += 1
     return codes
