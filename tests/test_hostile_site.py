@@ -174,8 +174,12 @@ def test_disguised_links_do_not_run_in_chromium(disguised_site: Path) -> None:
               for (const a of document.querySelectorAll("article a[href]")) {
                 if (!a.href.startsWith(location.origin)) a.click();
               }
-              return {hrefs, admonitions: document.querySelectorAll(
-                        "article .admonition, article details").length,
+              // the page's own collapsible blocks are <details> too: count only injected ones
+              const injected = [...document.querySelectorAll(
+                  "article .admonition, article details")]
+                .filter(el => /Injected/.test(
+                  (el.querySelector("summary, .admonition-title") || el).textContent));
+              return {hrefs, admonitions: injected.length,
                       text: document.querySelector("article").innerText};
             })()"""
         )

@@ -168,7 +168,7 @@ def test_killed_builds_leave_no_temporary_files_for_good(built: Path) -> None:
         _edit(built, n)
         killed = run_cli("build", "--root", str(built), env={"LOCKDOCS_CRASH_AFTER": "1"})
         assert killed.code != 0
-    for name in ("database-locks.md", "database-locks/lock-order.svg", ".lockdocs-journal"):
+    for name in ("database-locks.md", "database-locks/legend.svg", ".lockdocs-journal"):
         target = built / "docs" / name
         (target.parent / f".{target.name}.k1ll3d_x.tmp").write_text("half a file")
     mine = built / "docs" / ".notes.abcdefgh.tmp"  # not a name lockdocs writes: kept

@@ -71,9 +71,13 @@ def _attrs(pairs: list[tuple[str, str]]) -> str:
     return "[" + ", ".join(f"{k}={v}" for k, v in pairs) + "]"
 
 
+COMMENT_MAX = 1000  # characters of a title or description comment (the SVG's <title>)
+
+
 def _comment(text: str) -> str:
-    """A one-line DOT comment (never closes early, never spans lines)."""
-    return " ".join(text.split()).replace("*/", "* /")
+    """A one-line DOT comment (never closes early, never spans lines, never huge)."""
+    one = " ".join(text.split()).replace("*/", "* /")
+    return one if len(one) <= COMMENT_MAX else one[: COMMENT_MAX - 1].rstrip() + "…"
 
 
 def head(name: str, title: str, desc: str) -> list[str]:
