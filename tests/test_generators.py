@@ -51,7 +51,9 @@ def _need(module: str) -> None:
     if importlib.util.find_spec(module) is not None:
         return
     if os.environ.get("CI"):
-        pytest.fail(f"{module} is missing under CI: it is in the test extra (pip install -e '.[test]')")
+        pytest.fail(
+            f"{module} is missing under CI: it is in the test extra (pip install -e '.[test]')"
+        )
     pytest.skip(f"{module} is not installed (pip install -e '.[test]')")
 
 

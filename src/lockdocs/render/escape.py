@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from html import unescape as html_unescape
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import quote, unquote
 
 # Characters that start or end Markdown inline syntax; a backslash makes each literal in both
 # Python-Markdown (all are in its ESCAPED_CHARS) and CommonMark (all are ASCII punctuation).
