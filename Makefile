@@ -46,10 +46,10 @@ test: setup
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto
 
 fuzz: setup
-	LOCKDOCS_ORACLE_SEED=$${LOCKDOCS_ORACLE_SEED:-20261129} $(BIN)/python -m pytest -q -m fuzz
+	LOCKDOCS_ORACLE_SEED=$${LOCKDOCS_ORACLE_SEED:-20261129} $(BIN)/python -m pytest -q -n auto -m fuzz
 
 bench: setup
 	$(BIN)/python bench/run.py

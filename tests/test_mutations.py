@@ -8,6 +8,8 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 from conftest import REPO
 from lockdocs.api import check
 
@@ -102,7 +104,22 @@ def mutations(files: dict[str, str]) -> Iterator[tuple[str, str, str]]:
         )
 
 
-def test_every_single_edit_is_caught(tmp_path: Path) -> None:
+# The edits are split into shards so that pytest-xdist spreads them over the cores; each shard
+# is one test over every SHARDS-th edit, and together they cover all of them.
+SHARDS = 6
+
+
+@pytest.fixture(scope="module")
+def all_mutations() -> list[tuple[str, str, str]]:
+    found = list(mutations(_files()))
+    assert len(found) >= MIN_MUTATIONS
+    return found
+
+
+@pytest.mark.parametrize("shard", range(SHARDS))
+def test_every_single_edit_is_caught(
+    tmp_path: Path, shard: int, all_mutations: list[tuple[str, str, str]]
+) -> None:
     files = _files()
     base = tmp_path / "base"
     base.mkdir()
@@ -113,8 +130,8 @@ def test_every_single_edit_is_caught(tmp_path: Path) -> None:
         (base / name).write_text(text, encoding="utf-8")
     assert check(base).exit_code == 0, "the flagship itself must pass"
     slipped: list[str] = []
-    total = 0
-    for ident, name, new_text in mutations(files):
+    mine = all_mutations[shard::SHARDS]
+    for ident, name, new_text in mine:
         work = base / name
         work.write_text(new_text, encoding="utf-8")
         try:
@@ -122,7 +139,6 @@ def test_every_single_edit_is_caught(tmp_path: Path) -> None:
                 slipped.append(ident)
         finally:
             work.write_text(files[name], encoding="utf-8")
-        total += 1
-    print(f"\nmutations: {total}, caught: {total - len(slipped)}, slipped: {len(slipped)}")
-    assert total >= MIN_MUTATIONS
+    print(f"\nshard {shard}: {len(mine)} mutations, slipped: {len(slipped)}")
+    assert mine
     assert not slipped, slipped

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
@@ -77,16 +78,25 @@ _DOT_EDGE = re.compile(r'^\s*"((?:[^"\\]|\\.)*)"\s*->\s*"((?:[^"\\]|\\.)*)"')
 _DOT_NODE = re.compile(r'^\s*"((?:[^"\\]|\\.)*)"\s*\[')
 
 
-def _changed_lines(old: list[str], new: list[str]) -> tuple[list[int], list[int]]:
+Opcodes = Sequence[tuple[str, int, int, int, int]]
+
+
+def _line_opcodes(old: list[str], new: list[str]) -> Opcodes:
+    """The line diff every measure of a change below is read from (computed once per file:
+    on a large page it is most of what reporting a drifted file costs)."""
+    return difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes()
+
+
+def _changed_lines(ops: Opcodes, old_len: int) -> tuple[list[int], list[int]]:
     """0-based indexes of the lines that differ, in the old and in the new text."""
     a: list[int] = []
     b: list[int] = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes():
+    for tag, i1, i2, j1, j2 in ops:
         if tag == "equal":
             continue
         a += range(i1, i2)
         b += range(j1, j2)
-        if i1 == i2 and i1 < len(old):  # a pure insertion: it lands before old line i1
+        if i1 == i2 and i1 < old_len:  # a pure insertion: it lands before old line i1
             a.append(i1)
     return a, b
 
@@ -123,7 +133,7 @@ def _dot_section(line: str) -> str:
     return "graph attributes"
 
 
-def changed_sections(rel: str, old: str, new: str) -> list[str]:
+def changed_sections(rel: str, old: str, new: str, ops: Opcodes | None = None) -> list[str]:
     """The sections a change touches: headings of a Markdown page (as the new text names
     them), nodes and edges of a DOT graph; in the order they appear, each once."""
     old_lines, new_lines = old.splitlines(), new.splitlines()
@@ -145,7 +155,8 @@ def changed_sections(rel: str, old: str, new: str) -> list[str]:
     else:
         return []
     found: list[str] = []
-    ops = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False).get_opcodes()
+    if ops is None:
+        ops = _line_opcodes(old_lines, new_lines)
     for tag, i1, i2, j1, j2 in ops:
         if tag == "equal":
             continue
@@ -157,17 +168,12 @@ def changed_sections(rel: str, old: str, new: str) -> list[str]:
     return found
 
 
-def _first_changed_line(old: str, new: str) -> int:
-    """1-based line of the first difference in the committed file."""
-    in_old, _ = _changed_lines(old.splitlines(), new.splitlines())
-    if in_old:
-        return min(in_old) + 1
-    return max(len(old.splitlines()), 1)
-
-
-def _count_changed(old: str, new: str) -> int:
-    in_old, in_new = _changed_lines(old.splitlines(), new.splitlines())
-    return max(len(set(in_old)), len(in_new))
+def _where_and_how_much(old: str, ops: Opcodes) -> tuple[int, int]:
+    """(1-based line of the first difference in the committed file, lines changed)."""
+    old_len = len(old.splitlines())
+    in_old, in_new = _changed_lines(ops, old_len)
+    first = min(in_old) + 1 if in_old else max(old_len, 1)
+    return first, max(len(set(in_old)), len(in_new))
 
 
 # --- drift as findings ---------------------------------------------------------------------------
@@ -183,10 +189,10 @@ def drift_diagnostic(d: DriftFile) -> Diagnostic:
     line = 0
     diff = ""
     if d.status == "changed" and d.old is not None and d.new is not None:
-        sections = changed_sections(d.file, d.old, d.new)
-        line = _first_changed_line(d.old, d.new)
+        ops = _line_opcodes(d.old.splitlines(), d.new.splitlines())
+        sections = changed_sections(d.file, d.old, d.new, ops)
+        line, n = _where_and_how_much(d.old, ops)
         diff = unified(d.file, d.old, d.new)
-        n = _count_changed(d.old, d.new)
         where = ""
         if sections:
             shown = ", ".join(sections[:SECTIONS_SHOWN])
