@@ -100,13 +100,15 @@ def test_a_template_error_or_blow_up_is_ld601(tmp_path: Path, template: str, wor
 
 
 def test_a_template_that_runs_too_long_is_stopped(tmp_path: Path) -> None:
-    """Loops over data need no range(): the time limit stops them (1 s here)."""
+    """Loops over data need no range(): the time limit stops them (5 s here: the default
+    templates before it must finish inside the limit even on a loaded machine, or the limit
+    is reported at them instead)."""
     loops = (
         "{% set l = range(1000)|list %}{% for a in l %}{% for b in l %}{% for c in l %}"
         "{% endfor %}{% endfor %}{% endfor %}"
     )
     root = _project(tmp_path, loops + "\n")
-    _refused(root, "rendering took longer than 1 s", seconds="1")
+    _refused(root, "rendering took longer than 5 s", seconds="5")
 
 
 def test_ordinary_template_code_still_works(tmp_path: Path) -> None:
