@@ -10,8 +10,10 @@ Acquisitions are written as one line each:
     t<transaction> <event> <lock><instance> <mode>[ @<branch>/<inner branch>] <- <held, in order>
 
 where <instance> is empty for a path's single instance of a lock, `[label]` for a named
-instance (`instance:`), and `#<iteration>` for the instances a loop creates (the loop walked
-twice, nested loops as `#outer.inner`).
+instance (`instance:`), and `#<iteration>` for the instances a loop creates: `#2` the current
+iteration's, `#1` an earlier iteration's (the loop body is walked once, with what earlier
+iterations may still hold), nested loops as `#outer.inner`. A held lock ending in `?` is held
+only maybe (an earlier iteration's, a SKIP LOCKED take, or a lock held on some branches only).
 """
 
 from __future__ import annotations
@@ -68,13 +70,15 @@ def _path(export: dict[str, Any], pid: str) -> dict[str, Any]:
 def _inst(instance: str) -> str:
     if not instance:
         return ""
-    m = re.search(r"#([\d.]+)$", instance)
-    return f"#{m.group(1)}" if m else f"[{instance}]"
+    m = re.search(r"#([\d.]+)(\*\d+)?$", instance)
+    return f"#{m.group(1)}{m.group(2) or ''}" if m else f"[{instance}]"
 
 
 def _line(a: dict[str, Any]) -> str:
     branch = (" @" + "/".join(a["branch"])) if a["branch"] else ""
-    held = ", ".join(h["lock"] + _inst(h["instance"]) for h in a["held"])
+    held = ", ".join(
+        h["lock"] + _inst(h["instance"]) + ("?" if h["maybe"] else "") for h in a["held"]
+    )
     return (
         f"t{a['transaction']} {a['event']} {a['lock']}{_inst(a['instance'])} {a['mode']}"
         f"{branch} <- {held}"
@@ -246,26 +250,24 @@ RECONCILE = [
     # the transaction opened after Stripe was read
     "t2 acquire rendezvous shared <- ",
     "t2 acquire subscription exclusive <- rendezvous",
-    # Active: the pool row is first taken by whichever of the three calls comes first, then
-    # taken again by every later call
-    "t2 acquire pool-row for update @Active/missing product <- rendezvous, subscription",
-    "t2 acquire pool-row for update @Active/quantity changed <- rendezvous, subscription",
-    "t2 acquire pool-row for update @Active/surplus provision <- rendezvous, subscription",
-    "t2 retake pool-row for update @Active/missing product <- rendezvous, subscription, pool-row",
-    "t2 retake pool-row for update @Active/quantity changed <- rendezvous, subscription, pool-row",
-    "t2 retake pool-row for update @Active/surplus provision <- rendezvous, subscription, pool-row",
-    "t2 retake pool-row for update @Active/missing product <- rendezvous, subscription, pool-row",
-    "t2 retake pool-row for update @Active/quantity changed <- rendezvous, subscription, pool-row",
-    "t2 retake pool-row for update @Active/surplus provision <- rendezvous, subscription, pool-row",
-    "t2 retake pool-row for update @Active/missing product <- rendezvous, subscription, pool-row",
-    "t2 retake pool-row for update @Active/quantity changed <- rendezvous, subscription, pool-row",
-    "t2 retake pool-row for update @Active/surplus provision <- rendezvous, subscription, pool-row",
+    # Active, each provision: the pool row is first taken by whichever of the three calls comes
+    # first (`again`: the path's one pool row, held maybe from an earlier provision), each call
+    # a first acquisition or a re-take of it
+    "t2 acquire pool-row for update @Active/missing product <- rendezvous, subscription, pool-row?",
+    "t2 retake pool-row for update @Active/missing product <- rendezvous, subscription, pool-row?",
+    "t2 acquire pool-row for update @Active/quantity changed"
+    " <- rendezvous, subscription, pool-row?",
+    "t2 retake pool-row for update @Active/quantity changed <- rendezvous, subscription, pool-row?",
+    "t2 acquire pool-row for update @Active/surplus provision"
+    " <- rendezvous, subscription, pool-row?",
+    "t2 retake pool-row for update @Active/surplus provision"
+    " <- rendezvous, subscription, pool-row?",
     # Active, after the commit and the schedule release: supersedeReleasedDowngrades
     "t3 acquire subscription exclusive"
     " @Active/the release succeeded and the schedule held a scheduled downgrade <- ",
     # Ended: core.end_conferral per provision, resumption, floor restoration
-    "t2 acquire pool-row for update @Ended <- rendezvous, subscription",
-    "t2 retake pool-row for update @Ended <- rendezvous, subscription, pool-row",
+    "t2 acquire pool-row for update @Ended <- rendezvous, subscription, pool-row?",
+    "t2 retake pool-row for update @Ended <- rendezvous, subscription, pool-row?",
     "t2 retake pool-row for update @Ended/something ended <- rendezvous, subscription, pool-row",
     "t2 retake pool-row for update @Ended/something ended <- rendezvous, subscription, pool-row",
     "t2 retake pool-row for update @Ended <- rendezvous, subscription, pool-row",
@@ -330,79 +332,36 @@ def test_subscription_reconcile_in_full(flagship: dict[str, Any]) -> None:
 RULE_CHANGE_IN_TX = [
     "t1 acquire rendezvous exclusive <- ",
     "t1 acquire entitlement-set-row for update <- rendezvous",
-    # each delta, in resource-key order: the set row again, then a rule row
-    "t1 retake entitlement-set-row for update <- rendezvous, entitlement-set-row",
-    "t1 acquire entitlement-set-rule-row#1 for update <- rendezvous, entitlement-set-row",
+    # each delta, in resource-key order: the set row again, then a rule row (an earlier
+    # delta's rule row held maybe)
     "t1 retake entitlement-set-row for update"
-    " <- rendezvous, entitlement-set-row, entitlement-set-rule-row#1",
+    " <- rendezvous, entitlement-set-row, entitlement-set-rule-row#1?",
     "t1 acquire entitlement-set-rule-row#2 for update"
-    " <- rendezvous, entitlement-set-row, entitlement-set-rule-row#1",
-    # at or below the cap: each carrying pool in ascending pool_id, each owed act of it
-    "t1 acquire pool-row#1 for update @at or below the sync cap"
-    " <- rendezvous, entitlement-set-row, entitlement-set-rule-row#1, entitlement-set-rule-row#2",
-    "t1 acquire change-obligation-row#1.1 for update @at or below the sync cap"
-    " <- rendezvous, entitlement-set-row, entitlement-set-rule-row#1, entitlement-set-rule-row#2,"
-    " pool-row#1",
-    "t1 retake pool-row for update @at or below the sync cap"
-    " <- rendezvous, entitlement-set-row, entitlement-set-rule-row#1, entitlement-set-rule-row#2,"
-    " pool-row#1, change-obligation-row#1.1",
-    "t1 acquire change-obligation-row#1.2 for update @at or below the sync cap"
-    " <- rendezvous, entitlement-set-row, entitlement-set-rule-row#1, entitlement-set-rule-row#2,"
-    " pool-row#1, change-obligation-row#1.1",
-    "t1 retake pool-row for update @at or below the sync cap"
-    " <- rendezvous, entitlement-set-row, entitlement-set-rule-row#1, entitlement-set-rule-row#2,"
-    " pool-row#1, change-obligation-row#1.1, change-obligation-row#1.2",
+    " <- rendezvous, entitlement-set-row, entitlement-set-rule-row#1?",
+    # at or below the cap: each carrying pool in ascending pool_id (an earlier pool and its
+    # owed acts held maybe), each owed act of it, the pool row again per act
     "t1 acquire pool-row#2 for update @at or below the sync cap"
-    " <- rendezvous, entitlement-set-row, entitlement-set-rule-row#1, entitlement-set-rule-row#2,"
-    " pool-row#1, change-obligation-row#1.1, change-obligation-row#1.2",
-    "t1 acquire change-obligation-row#2.1 for update @at or below the sync cap"
-    " <- rendezvous, entitlement-set-row, entitlement-set-rule-row#1, entitlement-set-rule-row#2,"
-    " pool-row#1, change-obligation-row#1.1, change-obligation-row#1.2, pool-row#2",
-    "t1 retake pool-row for update @at or below the sync cap"
-    " <- rendezvous, entitlement-set-row, entitlement-set-rule-row#1, entitlement-set-rule-row#2,"
-    " pool-row#1, change-obligation-row#1.1, change-obligation-row#1.2, pool-row#2,"
-    " change-obligation-row#2.1",
+    " <- rendezvous, entitlement-set-row, entitlement-set-rule-row#1?, entitlement-set-rule-row#2,"
+    " pool-row#1?, change-obligation-row#1*60?",
     "t1 acquire change-obligation-row#2.2 for update @at or below the sync cap"
-    " <- rendezvous, entitlement-set-row, entitlement-set-rule-row#1, entitlement-set-rule-row#2,"
-    " pool-row#1, change-obligation-row#1.1, change-obligation-row#1.2, pool-row#2,"
-    " change-obligation-row#2.1",
-    "t1 retake pool-row for update @at or below the sync cap"
-    " <- rendezvous, entitlement-set-row, entitlement-set-rule-row#1, entitlement-set-rule-row#2,"
-    " pool-row#1, change-obligation-row#1.1, change-obligation-row#1.2, pool-row#2,"
-    " change-obligation-row#2.1, change-obligation-row#2.2",
+    " <- rendezvous, entitlement-set-row, entitlement-set-rule-row#1?, entitlement-set-rule-row#2,"
+    " pool-row#1?, change-obligation-row#1*60?, pool-row#2, change-obligation-row#2.1?",
+    "t1 retake pool-row#2 for update @at or below the sync cap"
+    " <- rendezvous, entitlement-set-row, entitlement-set-rule-row#1?, entitlement-set-rule-row#2,"
+    " pool-row#1?, change-obligation-row#1*60?, pool-row#2, change-obligation-row#2.1?,"
+    " change-obligation-row#2.2",
 ]
 
 # Above the cap the commit ends its transaction and runs the drain: one short materializing
-# transaction per owed pool; a failed pool is rolled back and recorded in a further one. The
-# transaction numbers count the transactions opened so far on each route (settled or failed).
+# transaction per owed pool; a failed pool is rolled back and recorded in a further one. The loop
+# body is walked once: its transaction holds one pool row and no earlier pool's row.
 DRAIN = [
     "t2 acquire rendezvous shared <- ",
-    "t2 acquire pool-row#1 for update <- rendezvous",
-    "t2 acquire change-obligation-row#1.1 for update <- rendezvous, pool-row#1",
-    "t2 retake pool-row for update <- rendezvous, pool-row#1, change-obligation-row#1.1",
-    "t2 acquire change-obligation-row#1.2 for update"
-    " <- rendezvous, pool-row#1, change-obligation-row#1.1",
-    "t2 retake pool-row for update"
-    " <- rendezvous, pool-row#1, change-obligation-row#1.1, change-obligation-row#1.2",
+    "t2 acquire pool-row#2 for update <- rendezvous",
+    "t2 acquire change-obligation-row#2.2 for update <- rendezvous, pool-row#2, change-obligation-row#2.1?",
+    "t2 retake pool-row#2 for update"
+    " <- rendezvous, pool-row#2, change-obligation-row#2.1?, change-obligation-row#2.2",
     "t3 acquire rendezvous shared @failed <- ",
-    "t3 acquire rendezvous shared <- ",
-    "t4 acquire rendezvous shared <- ",
-    "t3 acquire pool-row#2 for update <- rendezvous",
-    "t3 acquire change-obligation-row#2.1 for update <- rendezvous, pool-row#2",
-    "t3 retake pool-row for update <- rendezvous, pool-row#2, change-obligation-row#2.1",
-    "t3 acquire change-obligation-row#2.2 for update"
-    " <- rendezvous, pool-row#2, change-obligation-row#2.1",
-    "t3 retake pool-row for update"
-    " <- rendezvous, pool-row#2, change-obligation-row#2.1, change-obligation-row#2.2",
-    "t4 acquire pool-row#2 for update <- rendezvous",
-    "t4 acquire change-obligation-row#2.1 for update <- rendezvous, pool-row#2",
-    "t4 retake pool-row for update <- rendezvous, pool-row#2, change-obligation-row#2.1",
-    "t4 acquire change-obligation-row#2.2 for update"
-    " <- rendezvous, pool-row#2, change-obligation-row#2.1",
-    "t4 retake pool-row for update"
-    " <- rendezvous, pool-row#2, change-obligation-row#2.1, change-obligation-row#2.2",
-    "t4 acquire rendezvous shared @failed <- ",
-    "t5 acquire rendezvous shared @failed <- ",
 ]
 
 
@@ -429,7 +388,7 @@ def test_rule_change_commit_in_full(flagship: dict[str, Any]) -> None:
         if a["lock"] == "pool-row" and a["event"] == "acquire" and a["transaction"] == 1
     ]
     assert {a["order"] for a in pools} == {"ascending pool_id"}
-    assert [a["via"] for a in pools] == [["settlePool", "LockPools", "LockResourcePool"]] * 2
+    assert [a["via"] for a in pools] == [["settlePool", "LockPools", "LockResourcePool"]]
     acts = [a for a in acq if a["lock"] == "change-obligation-row"]
     assert {a["order"] for a in acts} == {"the batch's order"}
     assert {tuple(a["via"]) for a in acts} == {("core.settle_obligation",)}
@@ -491,16 +450,15 @@ GRANT_ACTS = {
 TIERS = {
     "tier-add": [
         "t1 acquire rendezvous exclusive <- ",
-        "t1 acquire pool-row#1 for update <- rendezvous",
-        "t1 acquire pool-row#2 for update <- rendezvous, pool-row#1",
+        "t1 acquire pool-row#2 for update <- rendezvous, pool-row#1?",
     ],
     "tier-removal": [
         "t1 acquire rendezvous exclusive <- ",
-        "t1 acquire pool-row#1 for update <- rendezvous",
-        "t1 acquire pool-row#2 for update <- rendezvous, pool-row#1",
-        "t1 retake pool-row for update <- rendezvous, pool-row#1, pool-row#2",
-        "t1 retake pool-row for update <- rendezvous, pool-row#1, pool-row#2",
-        "t1 retake pool-row for update @disposition is migrate <- rendezvous, pool-row#1, pool-row#2",
+        "t1 acquire pool-row#2 for update <- rendezvous, pool-row#1?",
+        "t1 retake pool-row#2 for update <- rendezvous, pool-row#1?, pool-row#2",
+        "t1 retake pool-row#2 for update <- rendezvous, pool-row#1?, pool-row#2",
+        "t1 retake pool-row#2 for update @disposition is migrate"
+        " <- rendezvous, pool-row#1?, pool-row#2",
     ],
     "tier-delete": [
         "t1 acquire rendezvous exclusive <- ",
@@ -563,8 +521,7 @@ OTHERS = {
     "invoice-reconcile": ["t1 acquire invoice exclusive <- "],
     "product-sync": ["t1 acquire product-sync exclusive <- "],
     "register-providers": [
-        "t1 acquire resource-key-row#1 for update <- ",
-        "t1 acquire resource-key-row#2 for update <- resource-key-row#1",
+        "t1 acquire resource-key-row#2 for update <- resource-key-row#1?",
     ],
     "claim-outbox": ["t1 acquire desired-state-notice for update <- "],
     "recompute-address": [
@@ -572,13 +529,11 @@ OTHERS = {
         "t1 acquire desired-state-record for update <- desired-state-address",
     ],
     "stamp-dispatched": [
-        "t1 acquire desired-state-record#1 for update <- ",
-        "t1 acquire desired-state-record#2 for update <- desired-state-record#1",
+        "t1 acquire desired-state-record#2 for update <- desired-state-record#1?",
     ],
     "registry-with-lock": ["t1 acquire domains-registry exclusive <- "],
     "domains-reconcile-boot": [
         "t2 acquire domains-registry exclusive <- ",
-        "t3 acquire domains-registry exclusive <- ",
     ],
 }
 
@@ -625,10 +580,11 @@ def test_default_change_and_reorder_enact_per_organization(flagship: dict[str, A
         if first:
             assert rendezvous[0] == (1, first)
             rendezvous = rendezvous[1:]
-        # then one shared rendezvous per organization, each in a transaction of its own
-        assert rendezvous == [(2, "shared"), (3, "shared")]
+        # then, per organization (the loop body walked once), a shared rendezvous in a
+        # transaction of its own
+        assert rendezvous == [(2, "shared")]
         pools = [a for a in acq if a["lock"] == "pool-row" and a["event"] == "acquire"]
-        assert [a["via"] for a in pools] == [["EnactDefault", "LockPools", "LockResourcePool"]] * 2
+        assert [a["via"] for a in pools] == [["EnactDefault", "LockPools", "LockResourcePool"]]
         assert all([h["lock"] for h in a["held"]] == ["rendezvous"] for a in pools)
 
 
@@ -642,11 +598,16 @@ def test_product_sync_returns_with_its_transaction_open(flagship: dict[str, Any]
 
 
 def test_held_sets_carry_the_mode_each_lock_was_taken_in(flagship: dict[str, Any]) -> None:
-    """Every held entry is an earlier acquisition of the same transaction, in its mode."""
+    """Every certain held entry is an earlier acquisition of the same transaction, in its mode;
+    every maybe entry (an earlier loop iteration's) is a lock the path takes in that mode."""
     for path in flagship["paths"]:
         taken: dict[tuple[int, str, str], str] = {}
+        anywhere = {(a["lock"], a["mode"]) for a in path["acquisitions"]}
         for a in path["acquisitions"]:
             for h in a["held"]:
+                if h["maybe"]:
+                    assert (h["lock"], h["mode"]) in anywhere, (path["id"], a)
+                    continue
                 key = (a["transaction"], h["lock"], h["instance"])
                 assert key in taken, (path["id"], a)
                 assert taken[key] == h["mode"], (path["id"], a)

@@ -6,7 +6,10 @@ with ` waived` appended when an exception waives it; `#` starts a comment; an em
 silence. The test runs `python -m lockdocs check --no-drift --format json --root <case>` and
 compares the set of (code, sorted paths, waived) and the exit code: 1 when an unwaived error is
 expected, else 0. A folder with an xfail.txt is a known false negative of lockdocs: expected.txt
-says what it should report, and the test is xfail(strict=True) with the file's reason.
+says what it should report, and the test is xfail(strict=True) with the file's reason. A folder
+with an output.txt also pins the exact text report of `check --no-drift` (the messages, hops and
+interleavings), rewritten by `pytest --update-golden`; an expected LD209 (a path too large to
+analyse) means exit 2.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ SPECS = Path(__file__).resolve().parent / "fixtures" / "specs"
 # Default severities, copied from the rules reference (`lockdocs rules`): these are errors,
 # every other code is a warning or info and never fails a check.
 ERROR_CODES = frozenset(
-    {"LD102", "LD104", "LD105", "LD106", "LD201", "LD202", "LD203", "LD306", "LD308", "LD401"}
+    {"LD102", "LD104", "LD105", "LD106", "LD201", "LD202", "LD203", "LD204", "LD209"}
+    | {"LD306", "LD308", "LD401"}
     | {f"LD50{i}" for i in range(1, 8)}
 )
 
@@ -58,6 +62,18 @@ def _cases() -> list[object]:
             marks.append(pytest.mark.xfail(strict=True, reason=xfail.read_text().strip()))
         params.append(pytest.param(d, id=d.name, marks=marks))
     return params
+
+
+def run_text(case: Path) -> str:
+    proc = subprocess.run(
+        [sys.executable, "-m", "lockdocs", "check", "--no-drift", "--root", str(case)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc.stdout
 
 
 def run_check(case: Path) -> tuple[int, dict[str, object]]:
@@ -105,7 +121,20 @@ def test_spec_findings(case: Path, cli_results: dict[Path, tuple[int, dict[str, 
     detail = "\n".join(f"{d['code']} {d['paths']} {d['message']}" for d in diagnostics)
     assert actual == expected, f"findings differ from expected.txt:\n{detail}"
     blocking = any(c in ERROR_CODES and not waived for c, _, waived in expected)
-    assert code == (1 if blocking else 0), f"exit code {code}\n{detail}"
+    refused = any(c == "LD209" for c, _, _ in expected)
+    assert code == (2 if refused else 1 if blocking else 0), f"exit code {code}\n{detail}"
+
+
+@pytest.mark.parametrize(
+    "case",
+    [c for c in _cases() if (c.values[0] / "output.txt").exists()],  # type: ignore[attr-defined]
+)
+def test_spec_output(case: Path, update_golden: bool) -> None:
+    text = run_text(case)
+    golden = case / "output.txt"
+    if update_golden:
+        golden.write_text(text, encoding="utf-8")
+    assert text == golden.read_text(encoding="utf-8")
 
 
 def run_text(case: Path) -> str:

@@ -83,7 +83,11 @@ def check(root: Path, *, drift: bool = True, svg: bool = True) -> CheckResult:
     if model is None:
         return CheckResult(diags, None, bad_input=True)
     found, coverage = analyse_all(model)
-    if any(d.code.startswith("LD0") and d.severity is Severity.ERROR for d in found):
+    # Bad declarations, or a path too large to analyse (LD209: the analysis stopped).
+    if any(
+        (d.code.startswith("LD0") or d.code == "LD209") and d.severity is Severity.ERROR
+        for d in found
+    ):
         return CheckResult(found, model, bad_input=True)
     result = CheckResult(sort_diagnostics(diags + found), model, coverage=coverage)
     if drift:

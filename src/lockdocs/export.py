@@ -188,7 +188,10 @@ def acquisition_json(ev: Event) -> dict[str, Any]:
         "via": list(ev.via),
         "file": ev.location.file,
         "line": ev.location.line,
-        "held": [{"lock": h.lock, "mode": h.mode, "instance": h.instance} for h in ev.held],
+        "held": [
+            {"lock": h.lock, "mode": h.mode, "instance": h.instance, "maybe": h.maybe}
+            for h in ev.held
+        ],
         "branch": list(ev.branch),
         "repeated": ev.repeated,
         "order": ev.order,

@@ -385,6 +385,14 @@ class CodeGlob:
 
 
 @dataclass(frozen=True)
+class Limits:
+    """Bounds on the analysis's work (locks.yaml `limits:`)."""
+
+    path_work: int = 2_000_000
+    cycle_search: int = 200_000
+
+
+@dataclass(frozen=True)
 class Model:
     root: str
     page: Page
@@ -407,6 +415,7 @@ class Model:
     def replicas_on(self, backend: str | None) -> int:
         found = dict(self.replicas)
         return found.get(backend, found.get(None, 1))
+    limits: Limits = field(default_factory=Limits)
 
     def issue_link(self, number: int) -> str | None:
         if not self.issue_url:

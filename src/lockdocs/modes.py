@@ -85,6 +85,22 @@ def conflicts(kind: str, requested: str, held: str) -> bool:
     return held in table.get(requested, frozenset())
 
 
+def covers(kind: str, held: tuple[str, ...], mode: str) -> bool:
+    """Does holding `held` already give everything a request in `mode` would: every mode that
+    waits for `mode` waits for one of `held` too? Then the request never waits (a transaction
+    never conflicts with itself) and changes nothing for others. For row and advisory locks
+    that is "no stronger than the strongest held"; table modes are not totally ordered (SHARE
+    does not cover ROW EXCLUSIVE, nor the other way round)."""
+    if mode in held:
+        return True
+    modes = modes_for_kind(kind)
+    return all(
+        any(conflicts(kind, other, h) for h in held)
+        for other in modes
+        if conflicts(kind, other, mode)
+    )
+
+
 def strength(kind: str, mode: str) -> int:
     """Position in the kind's list, weakest first: used to tell an upgrade from a re-take."""
     modes = modes_for_kind(kind)

@@ -1070,6 +1070,7 @@ class _Resolver:
             files=(LOCKS_FILE, *(d.file for d in self.path_docs)),
             code=code,
             replicas=self.replicas(locks),
+            limits=m.Limits(**(self.data.get("limits") or {})),
         )
 
 

@@ -1,20 +1,33 @@
 """Which cycles of the lock-order graph are real deadlock risks.
 
-A cycle of lock classes is reported only when one edge per hop can be chosen so that the waits
-can really happen at once: each wanted mode conflicts with the mode the next transaction holds
-(Postgres's tables), no two of the transactions hold a common singleton lock in conflicting
-modes (a gate, which keeps them apart), and sorted instances are not counted against each other.
-Two running instances of one path are two transactions.
+A cycle is reported only when one edge per hop can be chosen so that the waits can really
+happen at once: each wanted mode conflicts with the mode the next transaction holds (Postgres's
+tables), no two of the transactions hold a common singleton lock in conflicting modes (a gate,
+which keeps them apart), and sorted instances are not counted against each other. Two running
+instances of one path are two transactions. A lock with instances may appear more than once
+on a cycle (three transactions: one holds row 2 and wants the ledger, one holds the ledger and
+wants row 1, one holds row 1 and wants row 2 in its sorted loop).
+
+The search is complete or says it is not: for every hop that lies on a strongly connected
+component of the graph of waits, a breadth-first search over (hop, gates claimed so far) finds
+the shortest cycle through it that no gate cuts, or proves there is none. When a search needs
+more than its budget of states it stops and the component is reported as unfinished (LD204)
+instead of being passed over in silence.
 """
 
 from __future__ import annotations
 
-import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from lockdocs.analysis.graph import Edge, LockGraph, strongly_connected
-from lockdocs.modes import conflicts
+from lockdocs.modes import conflicts, modes_for_kind
 from lockdocs.rules.context import Context
+
+# States one search (one starting hop) may visit unless locks.yaml says otherwise (`limits:
+# {cycle_search: N}`), and all searches of one graph together (ten times that).
+SEARCH_BUDGET = 200_000
 
 
 @dataclass(frozen=True)
@@ -24,14 +37,26 @@ class Cycle:
     backend: str | None
 
 
+@dataclass(frozen=True)
+class Unfinished:
+    """A component of the graph of waits where the search stopped at its budget."""
+
+    locks: tuple[str, ...]  # the locks of the component
+    start: Edge  # the hop whose search stopped
+    states: int
+    backend: str | None
+
+
 def _singleton_guards(ctx: Context, e: Edge) -> dict[str, str]:
-    found = ctx.guard_cache.get(e.guards)
-    if found is None:
-        # A SKIP LOCKED hold may not be held at all, so it keeps nobody apart.
-        found = {
-            g.lock: g.mode for g in e.guards if ctx.model.locks[g.lock].singleton and not g.maybe
-        }
-        ctx.guard_cache[e.guards] = found
+    # Keyed by the held set's identity (every edge of one event shares it): hashing a long
+    # tuple of holds on every gate check would cost more than the check.
+    cached = ctx.guard_cache.get(id(e.guards))
+    if cached is not None and cached[0] is e.guards:
+        return cached[1]
+    # A maybe hold (SKIP LOCKED, an earlier iteration, one branch of several) may not be held
+    # at all, so it keeps nobody apart.
+    found = {g.lock: g.mode for g in e.guards if ctx.model.locks[g.lock].singleton and not g.maybe}
+    ctx.guard_cache[id(e.guards)] = (e.guards, found)
     return found
 
 
@@ -54,10 +79,12 @@ def _signature(e: Edge, ctx: Context) -> tuple[object, ...]:
 
 
 def _representatives(edges: list[Edge], ctx: Context) -> list[Edge]:
-    """One edge per behaviour: edges equal in modes, order and gates decide the same way."""
+    """One edge per behaviour: edges equal in modes, order and gates decide the same way. The
+    witness kept is one whose held lock is held for sure where there is one (the plainest to
+    read: the same iteration, not an earlier one)."""
     seen: set[tuple[object, ...]] = set()
     out: list[Edge] = []
-    for e in edges:
+    for e in sorted(edges, key=lambda e: (e.held_maybe, e.across_iterations)):
         sig = _signature(e, ctx)
         if sig not in seen:
             seen.add(sig)
@@ -66,186 +93,274 @@ def _representatives(edges: list[Edge], ctx: Context) -> list[Edge]:
 
 
 def _waits(ctx: Context, wanting: Edge, holding: Edge) -> bool:
+    """Can `wanting`'s request wait for the transaction of `holding` (which holds
+    `holding.src` in `holding.held_mode`)?"""
     if wanting.never_waits:
         return False
     kind = ctx.lock_kind(wanting.dst, wanting.backend)
     if not conflicts(kind, wanting.wanted_mode, holding.held_mode):
         return False
     # An upgrade wants the instance it already holds: the other transaction can hold that
-    # instance only in a mode that coexists with the one already held.
-    return wanting.upgrade_from is None or not conflicts(
-        kind, wanting.upgrade_from, holding.held_mode
-    )
-
-
-def realize(ctx: Context, locks: tuple[str, ...], graph: LockGraph) -> tuple[Edge, ...] | None:
-    """Pick one witness per hop so the cycle can happen, or None when it cannot."""
-    k = len(locks)
-    options = [
-        _representatives(graph.by_pair.get((locks[i], locks[(i + 1) % k]), []), ctx)
-        for i in range(k)
-    ]
-    chosen: list[Edge] = []
-
-    def search(i: int) -> bool:
-        if i == k:
-            return _waits(ctx, chosen[-1], chosen[0])
-        for e in options[i]:
-            if chosen and not _waits(ctx, chosen[-1], e):
-                continue
-            if any(gate(ctx, c, e) for c in chosen):
-                continue
-            chosen.append(e)
-            if search(i + 1):
-                return True
-            chosen.pop()
-        return False
-
-    return tuple(chosen) if search(0) else None
+    # instance only in a mode that coexists with every mode already held.
+    return not any(conflicts(kind, m, holding.held_mode) for m in wanting.upgrade_from)
 
 
 def _rotate(cycle: Cycle) -> Cycle:
-    """Start at the smallest lock, so one cycle has one spelling."""
-    i = cycle.locks.index(min(cycle.locks))
+    """Start at the smallest (lock, path) hop, so one cycle has one spelling."""
+    keys = [(lk, e.path, e.location.line) for lk, e in zip(cycle.locks, cycle.edges, strict=True)]
+    i = keys.index(min(keys))
     return Cycle(
         cycle.locks[i:] + cycle.locks[:i], cycle.edges[i:] + cycle.edges[:i], cycle.backend
     )
 
 
-def _valid(ctx: Context, chain: list[Edge]) -> bool:
-    locks = [e.src for e in chain]
-    if len(set(locks)) != len(locks):
+class _Search:
+    """The graph of waits of one lock graph and the searches over it."""
+
+    def __init__(self, ctx: Context, graph: LockGraph) -> None:
+        self.ctx = ctx
+        # Only an edge inside a strongly connected component of the lock graph can lie on a
+        # cycle over two or more locks; in a healthy code base those components are few and
+        # small, so the graph of waits is built for a small part of the edges only.
+        component: dict[str, int] = {}
+        for n, locks in enumerate(strongly_connected(graph.nodes, graph.successors())):
+            if len(locks) > 1:
+                for lock in locks:
+                    component[lock] = n
+        reps: list[Edge] = []
+        for (src, dst), edges in sorted(graph.by_pair.items()):
+            if src in component and component[src] == component.get(dst):
+                reps.extend(_representatives(edges, ctx))
+        self.reps = reps
+        self.guards = [_singleton_guards(ctx, e) for e in reps]
+        backend = graph.edges[0].backend if graph.edges else None
+        self.kinds = {lock: ctx.lock_kind(lock, backend) for g in self.guards for lock in g}
+        by_src: dict[str, list[int]] = {}
+        for i, e in enumerate(reps):
+            by_src.setdefault(e.src, []).append(i)
+        # The held modes each request can wait for, per (lock, wanted mode, modes held already).
+        allowed: dict[tuple[object, ...], frozenset[str]] = {}
+        self.succ: dict[int, list[int]] = {}
+        for i, e in enumerate(reps):
+            if e.never_waits:
+                self.succ[i] = []
+                continue
+            key = (e.dst, e.wanted_mode, e.upgrade_from)
+            modes = allowed.get(key)
+            if modes is None:
+                kind = ctx.lock_kind(e.dst, backend)
+                modes = frozenset(
+                    held
+                    for held in modes_for_kind(kind)
+                    if conflicts(kind, e.wanted_mode, held)
+                    and not any(conflicts(kind, m, held) for m in e.upgrade_from)
+                )
+                allowed[key] = modes
+            self.succ[i] = [
+                j
+                for j in by_src.get(e.dst, ())
+                if reps[j].held_mode in modes and not self.gated(i, j)
+            ]
+        self._claims: dict[int, frozenset[tuple[str, str]]] = {}
+
+    def gated(self, i: int, j: int) -> bool:
+        """Do hops i and j hold a common singleton in conflicting modes (a gate)?"""
+        gi, gj = self.guards[i], self.guards[j]
+        if not gi or not gj:
+            return False
+        if len(gj) < len(gi):
+            gi, gj = gj, gi
+        for lock, mode in gi.items():
+            other = gj.get(lock)
+            if other is not None and conflicts(self.kinds[lock], mode, other):
+                return True
         return False
-    return not any(gate(ctx, a, b) for i, a in enumerate(chain) for b in chain[i + 1 :])
+
+    def components(self) -> Iterator[list[int]]:
+        for comp in strongly_connected(list(range(len(self.reps))), self.succ):
+            if len(comp) > 1 or comp[0] in self.succ[comp[0]]:
+                yield comp
+
+    def _items(self, j: int) -> frozenset[tuple[str, str]]:
+        """What hop j claims while it waits: its gate locks (lock, mode), and itself (a hop is
+        used at most once on a cycle: a second use would make a longer walk, never a needed
+        one, since the start joins two locks)."""
+        found = self._claims.get(j)
+        if found is None:
+            found = frozenset((*self.guards[j].items(), ("#", str(j))))
+            self._claims[j] = found
+        return found
+
+    def _against(self, claims: frozenset[tuple[str, str]], j: int) -> set[tuple[str, str]]:
+        """The claims that hop j cannot coexist with: a gate held in a conflicting mode, or
+        itself already on the walk."""
+        out: set[tuple[str, str]] = set()
+        mine = self.guards[j]
+        if ("#", str(j)) in claims:
+            out.add(("#", str(j)))
+        if mine:
+            for lock, mode in claims:
+                if lock in mine and lock != "#" and conflicts(self.kinds[lock], mine[lock], mode):
+                    out.add((lock, mode))
+        return out
+
+    def _valid(self, chain: list[int]) -> bool:
+        return not any(self.gated(a, b) for x, a in enumerate(chain) for b in chain[x + 1 :])
+
+    def shortest(self, start: int, members: set[int], budget: int) -> tuple[list[int] | None, int]:
+        """The shortest cycle of waits through `start`, checking gates against `start` only
+        (the fast path: it is usually the answer, and `_valid` then says so), with the number
+        of hops expanded, or -1 when the budget ran out."""
+        parent: dict[int, int] = {start: -1}
+        frontier = [start]
+        steps = 0
+        while frontier:
+            nxt: list[int] = []
+            for n in frontier:
+                steps += 1
+                if steps > budget:
+                    return None, -1
+                for m in self.succ[n]:
+                    if m == start:
+                        chain = [n]
+                        while parent[chain[-1]] != -1:
+                            chain.append(parent[chain[-1]])
+                        return list(reversed(chain)), steps
+                    if m in members and m not in parent and not self.gated(start, m):
+                        parent[m] = n
+                        nxt.append(m)
+            frontier = nxt
+        return None, steps
+
+    def shortest_valid(
+        self, start: int, members: set[int], budget: int, at_least: int
+    ) -> tuple[list[int] | None, int]:
+        """The shortest cycle of waits through `start` in which no two hops are gated against
+        each other, or None when there is none; `at_least` is the length to try first (the
+        shortest cycle ignoring gates). Iterative deepening over a depth-first search that
+        learns, for each hop it leaves without success, which claims made before it caused the
+        failure and how many hops it had left, and skips a later visit that makes all those
+        claims again with no more hops left: gate-guarded noise then costs about one visit per
+        hop and depth. The second value is the number of steps taken, or -1 when the budget
+        ran out first."""
+        failed: dict[int, list[tuple[frozenset[tuple[str, str]], int]]] = {}
+        steps = 0
+        for limit in range(max(2, at_least), len(members) + 2):
+            cut = False
+            stack: list[list[Any]] = [[start, self._items(start), 0, set()]]
+            path = [start]
+            while stack:
+                frame = stack[-1]
+                node, claims, i, why = frame
+                left = limit - len(path)  # hops this walk may still add
+                succ = self.succ[node]
+                if i < len(succ):
+                    frame[2] += 1
+                    m = succ[i]
+                    steps += 1
+                    if steps > budget:
+                        return None, -1
+                    if m == start:
+                        return list(path), steps
+                    if m not in members:
+                        continue
+                    against = self._against(claims, m)
+                    if against:
+                        why |= against
+                        continue
+                    if left <= 0:
+                        cut = True
+                        continue
+                    known = next(
+                        (c for c, had in failed.get(m, ()) if c <= claims and left - 1 <= had),
+                        None,
+                    )
+                    if known is not None:
+                        why |= known
+                        continue
+                    stack.append([m, claims | self._items(m), 0, set()])
+                    path.append(m)
+                    continue
+                stack.pop()
+                path.pop()
+                cause = frozenset(why - self._items(node))
+                failed.setdefault(node, []).append((cause, left))
+                if stack:
+                    stack[-1][3] |= cause
+            if not cut:
+                return None, steps  # every walk ended before the bound: there is no cycle
+        return None, steps
 
 
-def find_cycles(ctx: Context, graph: LockGraph, dfs_budget: int = 5_000) -> list[Cycle]:
-    """Real, minimal cycles across distinct locks, in a deterministic order.
-
-    The search runs on the graph of hops: a node is one edge (one behaviour of a path between
-    two locks), and hop e leads to hop f when e's wanted lock is f's held one and e's wanted
-    mode conflicts with f's held mode, with no gate between the two. A cycle there is a chain
-    of waits; strongly connected components bound the search, and a breadth-first search from
-    each hop finds the shortest such cycle through it, so the cost stays near-linear when the
-    components are small, as they are in a healthy code base.
-    """
-    # Only an edge inside a strongly connected component of the lock graph can lie on a
-    # cycle; in a healthy code base those components are few and small, so the hop graph
-    # below is built for a small part of the edges only.
-    component: dict[str, int] = {}
-    for n, locks in enumerate(strongly_connected(graph.nodes, graph.successors())):
-        if len(locks) > 1:
-            for lock in locks:
-                component[lock] = n
-    reps: list[Edge] = []
-    for (src, dst), edges in sorted(graph.by_pair.items()):
-        if src != dst and src in component and component[src] == component.get(dst):
-            reps.extend(_representatives(edges, ctx))
-    by_src: dict[str, list[int]] = {}
-    for i, e in enumerate(reps):
-        by_src.setdefault(e.src, []).append(i)
-    succ: dict[int, list[int]] = {}
-    for i, e in enumerate(reps):
-        succ[i] = [
-            j
-            for j in by_src.get(e.dst, ())
-            if _waits(ctx, e, reps[j]) and not gate(ctx, e, reps[j])
-        ]
+def find_cycles(
+    ctx: Context,
+    graph: LockGraph,
+    budget: int | None = None,
+) -> tuple[list[Cycle], list[Unfinished]]:
+    """Real, minimal cycles over two or more locks, in a deterministic order, and the
+    components where the search stopped at its budget."""
+    budget = budget if budget is not None else ctx.model.limits.cycle_search
+    total_budget = 10 * budget
+    search = _Search(ctx, graph)
+    reps = search.reps
     backend = graph.edges[0].backend if graph.edges else None
     found: list[Cycle] = []
-    seen: set[tuple[str, ...]] = set()
-    lock_sets: set[frozenset[str]] = set()
-    covered: set[tuple[str, str]] = set()
-
-    def explained(locks: tuple[str, ...]) -> bool:
-        """Does a smaller real cycle already found use only some of these locks?"""
-        if len(locks) <= 12:  # look the subsets up: no scan over every cycle found so far
-            return any(
-                frozenset(sub) in lock_sets
-                for size in range(2, len(locks) + 1)
-                for sub in itertools.combinations(sorted(locks), size)
-            )
-        return any(s <= set(locks) for s in lock_sets)
-
-    def record(chain: list[Edge]) -> None:
-        cyc = _rotate(Cycle(tuple(e.src for e in chain), tuple(chain), backend))
-        if cyc.locks in seen or explained(cyc.locks):
-            return
-        seen.add(cyc.locks)
-        lock_sets.add(frozenset(cyc.locks))
-        found.append(cyc)
-        covered.update((e.src, e.dst) for e in chain)
-
-    for comp in strongly_connected(list(range(len(reps))), succ):
-        if len(comp) < 2:
-            continue
+    unfinished: list[Unfinished] = []
+    pairs: set[frozenset[str]] = set()
+    spent = 0
+    for comp in search.components():
         members = set(comp)
+        locks = tuple(sorted({reps[i].src for i in comp} | {reps[i].dst for i in comp}))
+        if len(locks) < 2:
+            continue  # one lock alone: several instances or an upgrade (LD202, LD203)
+        stopped: Unfinished | None = None
         for start in sorted(comp, key=lambda i: reps[i].sort_key()):
-            if (reps[start].src, reps[start].dst) in covered:
+            e = reps[start]
+            # A cycle over two or more locks has a hop between two of them: start there. Once a
+            # cycle over just these two locks is known, any other through the hop includes it.
+            if e.src == e.dst or frozenset((e.src, e.dst)) in pairs:
                 continue
-            chain = _shortest(start, succ, members, reps, ctx)
-            if chain is not None and _valid(ctx, chain):
-                record(chain)
+            if spent >= total_budget:
+                stopped = stopped or Unfinished(locks, e, 0, backend)
+                break
+            allowed = min(budget, total_budget - spent)
+            chain, steps = search.shortest(start, members, allowed)
+            if steps >= 0 and chain is not None and not search._valid(chain):
+                more, extra = search.shortest_valid(start, members, allowed - steps, len(chain))
+                chain, steps = more, (steps + extra if extra >= 0 else -1)
+            if steps < 0:
+                spent += allowed
+                stopped = stopped or Unfinished(locks, e, allowed, backend)
                 continue
-            chain = _bounded_dfs(start, succ, members, reps, ctx, dfs_budget)
-            if chain is not None:
-                record(chain)
-    found.sort(key=lambda c: (len(c.locks), c.locks))
-    return found
+            spent += steps
+            if chain is None:
+                continue  # no cycle of waits through it that no gate cuts
+            hops = [reps[i] for i in chain]
+            cyc = _rotate(Cycle(tuple(x.src for x in hops), tuple(hops), backend))
+            found.append(cyc)
+            if len(set(cyc.locks)) == 2:
+                pairs.add(frozenset(cyc.locks))
+        if stopped is not None:
+            unfinished.append(stopped)
+    return _minimal(found), unfinished
 
 
-def _shortest(
-    start: int, succ: dict[int, list[int]], members: set[int], reps: list[Edge], ctx: Context
-) -> list[Edge] | None:
-    parent: dict[int, int] = {start: -1}
-    frontier = [start]
-    while frontier:
-        nxt: list[int] = []
-        for n in frontier:
-            for m in succ[n]:
-                if m == start:
-                    chain = [n]
-                    while parent[chain[-1]] != -1:
-                        chain.append(parent[chain[-1]])
-                    return [reps[i] for i in reversed(chain)]
-                if m in members and m not in parent and not gate(ctx, reps[start], reps[m]):
-                    parent[m] = n
-                    nxt.append(m)
-        frontier = nxt
-    return None
-
-
-def _bounded_dfs(
-    start: int,
-    succ: dict[int, list[int]],
-    members: set[int],
-    reps: list[Edge],
-    ctx: Context,
-    budget: int,
-) -> list[Edge] | None:
-    """Simple cycles through `start` that respect every gate and visit each lock once."""
-    stack: list[tuple[int, int]] = [(start, 0)]
-    chain: list[Edge] = [reps[start]]
-    locks = {reps[start].src}
-    while stack and budget > 0:
-        node, i = stack[-1]
-        if i >= len(succ[node]):
-            stack.pop()
-            gone = chain.pop()
-            locks.discard(gone.src)
+def _minimal(found: list[Cycle]) -> list[Cycle]:
+    """Drop a cycle whose locks include every lock of a smaller one (that one explains it) and
+    repeats of one spelling."""
+    found = sorted(found, key=lambda c: (len(set(c.locks)), len(c.locks), c.locks))
+    kept: list[Cycle] = []
+    seen: set[tuple[str, ...]] = set()
+    sets: list[frozenset[str]] = []
+    for c in found:
+        s = frozenset(c.locks)
+        if c.locks in seen or any(k <= s for k in sets):
             continue
-        stack[-1] = (node, i + 1)
-        m = succ[node][i]
-        budget -= 1
-        if m == start and len(chain) > 1:
-            return list(chain)
-        e = reps[m]
-        if m not in members or e.src in locks or any(gate(ctx, c, e) for c in chain):
-            continue
-        stack.append((m, 0))
-        chain.append(e)
-        locks.add(e.src)
-    return None
+        seen.add(c.locks)
+        sets.append(s)
+        kept.append(c)
+    kept.sort(key=lambda c: (len(c.locks), c.locks))
+    return kept
 
 
 @dataclass(frozen=True)
@@ -277,3 +392,13 @@ def instance_clashes(ctx: Context, graph: LockGraph) -> list[InstanceClash]:
                 reported.add(e.path)
                 break
     return out
+
+
+__all__ = [
+    "Cycle",
+    "InstanceClash",
+    "Unfinished",
+    "find_cycles",
+    "gate",
+    "instance_clashes",
+]

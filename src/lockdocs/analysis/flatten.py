@@ -1,20 +1,53 @@
-"""Paths -> events: each step run with the exact set of locks held at that moment.
+"""Paths -> events: each step run with the set of locks held at that moment.
 
-A path is walked as a small data-flow program. The state is what is held (lock, mode, instance),
-the transaction and the branch taken; branches fork the state and states that are equal are
-merged, so a path with many branches stays linear. A loop body is walked twice so the second
-iteration meets the first one's instances (that is what makes a "several instances" edge); `run:`
-inlines another path in the caller's transaction.
+A path is walked as a small data-flow program over a set of states. A state is what is held
+(lock, mode, instance), the transaction and the branch taken. Branches fork the state and equal
+states are merged; past `MAX_STATES` states at one step they are joined into one, and a lock not
+held on every joined state is kept as a `maybe` hold (it still makes its edges, but never keeps
+two transactions apart), so the walk stays linear in the declarations however many branches
+follow each other.
+
+A loop with no loop inside is walked twice, exactly: the second iteration (instances `#2`) starts
+from what the first (`#1`) holds, which is what makes a "several instances" edge. A loop with
+loops inside is walked once, from the state before it plus what earlier iterations may still
+hold (each a `maybe` hold under an earlier iteration's instance name, `#1`), so nesting costs
+one walk per level, however deep. After a loop the walk goes on from both "some iterations"
+and "no iteration at all" (a loop may run zero times).
+
+`run:` inlines another path in the caller's transaction. The walk keeps an explicit stack, so a
+chain of runs has no recursion limit, and it counts its work: a path that needs more than
+`PATH_BUDGET` units (states times steps, plus the size of every held set it records) is refused
+with a `Refusal`, reported as LD209, rather than exhausting time or memory.
+
+Instances (see docs/concepts.md):
+- a singleton has one instance wherever it is taken;
+- `instance: NAME` names one instance, the same in every loop iteration;
+- an unnamed take inside a loop is the iteration's instance of that lock; several locks taken in
+  one iteration belong to one element, but nothing is assumed about how another lock's
+  instances relate across iterations (two pools may share a ledger): only the loop's element
+  lock (the first lock taken in the body whose declared instance order is the loop's order)
+  follows the loop's order;
+- an unnamed take outside a loop is the path's one instance, which may or may not be one of the
+  instances a loop took; `again: true` re-takes an instance the path already holds.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import NamedTuple
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any, NamedTuple
 
 from lockdocs import model as m
 from lockdocs.diagnostics import Location
-from lockdocs.modes import strength
+from lockdocs.modes import conflicts, covers, modes_for_kind
+
+# Joined into one state past this many at one step (see the module docstring).
+MAX_STATES = 64
+# Work units one path may take (a unit is one state through one step, or one held lock recorded
+# in an event) unless locks.yaml says otherwise (`limits: {path_work: N}`).
+PATH_BUDGET = m.Limits().path_work
+# Work units one flatten may take over every path: this many times the path budget.
+TOTAL_FACTOR = 20
 
 
 class Held(NamedTuple):
@@ -22,11 +55,13 @@ class Held(NamedTuple):
 
     lock: str
     mode: str
-    instance: str  # "" for the path's one instance of the lock
-    loop: str = ""  # the innermost loop the instance is per-iteration of
+    instance: str  # "" for the path's one instance of the lock (or a singleton's one)
+    run: str = ""  # the sorted run of a loop this instance belongs to, "" if none
     acquired_at: int = 0  # line, to explain guards
-    # Taken with SKIP LOCKED: the row may have been skipped, so a later plain take of the
-    # lock is a first acquisition, not a re-take.
+    # Maybe not held: taken with SKIP LOCKED (the row may have been skipped), taken in an
+    # earlier loop iteration or in a loop that may not have run, or held on some joined states
+    # only. A maybe hold makes edges but never gates; a later take of it is both a re-take and
+    # a first acquisition.
     maybe: bool = False
 
 
@@ -34,7 +69,8 @@ class Event(NamedTuple):
     """One thing a path does, with what it holds then. A named tuple: a large project makes
     tens of thousands, and they are hashed to merge equal states."""
 
-    # acquire | retake | upgrade | release | external | write | commit | begin | leave_open
+    # acquire | retake | upgrade | release | external | write | commit | rollback | begin |
+    # leave_open
     kind: str
     path: str
     location: Location
@@ -45,7 +81,7 @@ class Event(NamedTuple):
     lock: str = ""
     mode: str = ""
     instance: str = ""
-    loop: str = ""
+    run: str = ""  # for a take: the sorted run the instance belongs to, "" if none
     repeated: bool = False
     order: str | None = None
     via: tuple[str, ...] = ()
@@ -56,6 +92,9 @@ class Event(NamedTuple):
     name: str = ""
     note: str | None = None
     wrote: bool = False  # for release/commit: a write happened earlier in the transaction
+    # For an upgrade: the modes this transaction already holds the instance in.
+    upgrade_from: tuple[str, ...] = ()
+    loops: tuple[str, ...] = ()  # for a take: the loops it stands in, outermost first
 
 
 class _State(NamedTuple):
@@ -67,22 +106,104 @@ class _State(NamedTuple):
     wrote: bool
 
 
+class _LoopFrame(NamedTuple):
+    id: str
+    order: str | None
+    element: str | None  # the lock whose instances follow the loop's order
+
+
 @dataclass(frozen=True)
 class _Frame:
     """Where the walk is: the loop nesting and the run: chain."""
 
-    loops: tuple[tuple[str, str | None], ...] = ()  # (loop id, declared order)
-    iteration: str = ""
+    loops: tuple[_LoopFrame, ...] = ()
+    iteration: tuple[str, ...] = ()  # per enclosing loop: "2" now, "1" an earlier iteration
     through: tuple[str, ...] = ()
     sites: tuple[str, ...] = ()  # where each run: step of the chain stands, to tell two runs apart
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """A path too large to analyse: the run must stop (LD209) rather than guess."""
+
+    path: str
+    location: Location
+    units: int
+    budget: int
+    scope: str  # "path" | "total"
+
+
+class _Stop(Exception):
+    """Internal: the budget ran out; turned into a Refusal by `flatten`."""
+
+
+class _Item(NamedTuple):
+    """A take a loop body may still hold at the end of an iteration."""
+
+    lock: str
+    mode: str
+    # "": the iteration's instance; "*": a nested loop's; "=NAME": a named instance ("=" alone:
+    # the one instance); "again": a re-take (of the path's one instance if nothing was taken
+    # before it); a leading "~": session-scoped, it survives the end of a transaction.
+    where: str
+    order: str | None  # the take's own order
+    line: int
+
+
+@dataclass(frozen=True)
+class _Summary:
+    """What a run of some steps does to the may-held set: (held - dropped) | added, where a
+    commit, rollback or begin drops every transaction-scoped lock and release drops its lock.
+    Sequences compose, alternatives join (drop only what every one drops)."""
+
+    drops_transaction: bool = False
+    released: frozenset[str] = frozenset()
+    added: tuple[_Item, ...] = ()
+
+    def then(self, nxt: _Summary) -> _Summary:
+        """This, then `nxt`."""
+        kept = tuple(
+            it
+            for it in self.added
+            if it.lock not in nxt.released
+            and not (nxt.drops_transaction and not it.where.startswith("~"))
+        )
+        # A re-take (`again`) of a lock this sequence has already taken adds nothing.
+        taken = {it.lock for it in kept if not it.where.endswith("again")}
+        added = tuple(
+            it for it in nxt.added if not (it.where.endswith("again") and it.lock in taken)
+        )
+        return _Summary(
+            self.drops_transaction or nxt.drops_transaction,
+            self.released | nxt.released,
+            _unique((*kept, *added)),
+        )
+
+    def join(self, other: _Summary) -> _Summary:
+        """This or `other`."""
+        return _Summary(
+            self.drops_transaction and other.drops_transaction,
+            self.released & other.released,
+            _unique((*self.added, *other.added)),
+        )
+
+
+def _unique(items: tuple[_Item, ...]) -> tuple[_Item, ...]:
+    return tuple(dict.fromkeys(items))
+
+
+@dataclass
 class Flattener:
-    def __init__(self, model: m.Model, backend: str | None = None) -> None:
-        self.model = model
-        self.backend = backend
-        self.events: list[Event] = []
-        self._seen: set[Event] = set()
+    model: m.Model
+    backend: str | None = None
+    events: list[Event] = field(default_factory=list)
+    _seen: set[Event] = field(default_factory=set)
+    units: int = 0
+    _path_start: int = 0
+    _summaries: dict[str, _Summary] = field(default_factory=dict)
+    _elements: dict[int, str | None] = field(default_factory=dict)
+    _releases: dict[int, bool] = field(default_factory=dict)
+    _innermost: dict[int, bool] = field(default_factory=dict)
 
     def lock_kind(self, lock_id: str) -> str:
         lock = self.model.locks[lock_id]
@@ -97,16 +218,35 @@ class Flattener:
             return "session"
         return self.model.locks[lock_id].scope
 
+    def _spend(self, n: int) -> None:
+        self.units += n
+        budget = self.model.limits.path_work
+        if self.units - self._path_start > budget or self.units > TOTAL_FACTOR * budget:
+            raise _Stop
+
     def emit(self, ev: Event) -> None:
         if ev not in self._seen:
+            self._spend(1 + len(ev.held))
             self._seen.add(ev)
             self.events.append(ev)
+
+    def _skip(self, step: m.Step) -> bool:
+        return bool(self.backend and step.backend and step.backend != self.backend)
+
+    def _mode(self, step: m.Take) -> str:
+        mode = step.mode
+        if self.backend:
+            lock = self.model.locks[step.lock]
+            for b in lock.backends:
+                if b.name == self.backend and b.mode and b.kind != lock.kind:
+                    mode = b.mode
+        return mode
 
     # --- transactions ---------------------------------------------------------------------
 
     def begin(
         self, path: m.Path, st: _State, kind: str | None, loc: Location, frame: _Frame, number: int
-    ) -> _State:
+    ) -> list[_State]:
         held = tuple(h for h in st.held if self.lock_scope(h.lock) == "session")
         st = _State(held, number, kind, st.branch, True, False)
         self.emit(
@@ -130,96 +270,436 @@ class Flattener:
                 loc,
                 via=(tk.opened_by,) if tk.opened_by else (),
             )
-            st = self.take(path, st, take, frame)
-        return st
+            return self.take(path, st, take, frame)
+        return [st]
 
-    # --- steps ------------------------------------------------------------------------------
+    # --- takes ------------------------------------------------------------------------------
 
-    def take(self, path: m.Path, st: _State, step: m.Take, frame: _Frame) -> _State:
-        if step.backend and self.backend and step.backend != self.backend:
-            return st
+    def _instance(self, step: m.Take, frame: _Frame) -> tuple[str, str]:
+        """(instance, sorted run) of a take that is not a re-take (`again`)."""
+        lock = self.model.locks[step.lock]
+        if lock.singleton:
+            return "", ""
+        if step.instance is not None:
+            return step.instance, ""
+        if not frame.loops:
+            return "", ""
+        loop = frame.loops[-1]
+        instance = f"{loop.id}#{'.'.join(frame.iteration)}"
+        order = step.order or (loop.order if step.lock == loop.element else None)
+        if order is not None and order == lock.instance_order:
+            return instance, f"{loop.id}#{'.'.join(frame.iteration[:-1])}"
+        return instance, ""
+
+    def take(self, path: m.Path, st: _State, step: m.Take, frame: _Frame) -> list[_State]:
+        """The states after `step`; a take of a lock held maybe, or `again` with several
+        instances held, has one outcome per possibility."""
+        if self._skip(step):
+            return [st]
         lock_id = step.lock
-        mode = step.mode
-        if self.backend:
-            for b in self.model.locks[lock_id].backends:
-                if b.name == self.backend and b.mode and b.kind != self.model.locks[lock_id].kind:
-                    mode = b.mode
-        kind = self.lock_kind(lock_id)
-        loop_id = frame.loops[-1][0] if frame.loops else ""
-        order = step.order or (frame.loops[-1][1] if frame.loops else None)
-        # A singleton (one fixed key, one table) has one instance wherever it is taken.
-        singleton = self.model.locks[lock_id].singleton
-        in_loop = bool(frame.loops) and not step.again and not singleton
-        if step.instance is not None and not singleton:
-            instance = step.instance
-        elif in_loop:
-            instance = f"{loop_id}#{frame.iteration}"
+        lock = self.model.locks[lock_id]
+        if step.again and not lock.singleton:
+            # The instance already held (one of them, if several): a certain one first, else
+            # one held maybe; with none held, the path's one instance.
+            mine = [h for h in st.held if h.lock == lock_id]
+            pick = [h for h in mine if not h.maybe] or mine
+            runs = {h.instance: h.run for h in reversed(pick)}
+            targets = [(inst, runs[inst]) for inst in dict.fromkeys(h.instance for h in pick)]
+            targets = targets or [("", "")]
         else:
-            instance = ""
-        if step.instance is not None or in_loop:
-            same = [
-                h for h in st.held if h.lock == lock_id and h.instance == instance and not h.maybe
-            ]
-        else:  # no instance named: the one already held, if any (a re-take)
-            same = [h for h in st.held if h.lock == lock_id and not h.maybe]
-        base = Event(
-            "acquire",
-            path.id,
-            step.location,
-            st.held,
-            st.transaction,
-            st.txkind,
-            st.branch,
-            lock=lock_id,
-            mode=mode,
-            instance=instance,
-            loop=loop_id if in_loop else "",
-            repeated=bool(frame.loops),
-            order=order,
-            via=step.via,
-            through=frame.through,
-            option=step.how_it_avoids_waiting,
-            implicit=step.implicit,
-            changes_key=step.changes_key,
-            note=step.note,
-        )
-        if same:
-            strongest = max(same, key=lambda h: strength(kind, h.mode))
-            if strength(kind, mode) > strength(kind, strongest.mode):
-                self.emit(base._replace(kind="upgrade", instance=strongest.instance))
-                held = tuple(h._replace(mode=mode) if h == strongest else h for h in st.held)
-                return st._replace(held=held)
-            self.emit(base._replace(kind="retake"))
-            return st
-        self.emit(base)
-        new = Held(
-            lock_id,
-            mode,
-            instance,
-            loop_id if in_loop else "",
-            step.location.line,
-            step.option == "skip locked",
-        )
-        return st._replace(held=(*st.held, new))
+            targets = [self._instance(step, frame)]
+        out: list[_State] = []
+        for instance, run in targets:
+            ev = Event(
+                "acquire",
+                path.id,
+                step.location,
+                st.held,
+                st.transaction,
+                st.txkind,
+                st.branch,
+                lock=lock_id,
+                mode=self._mode(step),
+                instance=instance,
+                run=run,
+                repeated=bool(frame.loops),
+                loops=tuple(lf.id for lf in frame.loops),
+                order=step.order or (frame.loops[-1].order if frame.loops else None),
+                via=step.via,
+                through=frame.through,
+                option=step.option,
+                implicit=step.implicit,
+                changes_key=step.changes_key,
+                note=step.note,
+            )
+            if not any(h.lock == lock_id and h.instance == instance for h in st.held):
+                # The common case: a first acquisition of an instance not held at all.
+                self.emit(ev)
+                held = Held(
+                    lock_id,
+                    ev.mode,
+                    instance,
+                    run,
+                    step.location.line,
+                    step.option == "skip locked",
+                )
+                out.append(st._replace(held=(*st.held, held)))
+                continue
+            out.extend(self._take_instance(st, ev, step))
+        return out
 
-    def walk(
-        self,
-        path: m.Path,
-        steps: tuple[m.Step, ...],
-        states: list[_State],
-        frame: _Frame,
-        depth: int = 0,
-    ) -> list[_State]:
+    def _take_instance(self, st: _State, ev: Event, step: m.Take) -> list[_State]:
+        lock_id, mode, instance, run = ev.lock, ev.mode, ev.instance, ev.run
+        kind = self.lock_kind(lock_id)
+        same = [h for h in st.held if h.lock == lock_id and h.instance == instance]
+        must = tuple(dict.fromkeys(h.mode for h in same if not h.maybe))
+        maybe = tuple(dict.fromkeys(h.mode for h in same if h.maybe and h.mode not in must))
+        line = step.location.line
+
+        def after() -> _State:
+            # Every mode still needed of this instance (a table lock held SHARE and ROW
+            # EXCLUSIVE is both); the new one only maybe with SKIP LOCKED (the row may have been
+            # skipped), and kept apart from the modes held for sure.
+            at = min((h.acquired_at for h in same if not h.maybe), default=line)
+            new = Held(lock_id, mode, instance, run, at, step.option == "skip locked")
+            mine = _reduce(
+                kind, (*(h for h in same if not h.maybe), new, *(h for h in same if h.maybe))
+            )
+            # The instance keeps its place among the holds (the order locks were taken in).
+            held: list[Held] = []
+            for h in st.held:
+                if h in same:
+                    held.extend(mine)
+                    mine = ()
+                else:
+                    held.append(h)
+            return st._replace(held=tuple(held))
+
+        if must:
+            if covers(kind, must, mode):
+                self.emit(ev._replace(kind="retake"))
+                return [st]
+            wait = can_wait(kind, must, mode)
+            self.emit(
+                ev._replace(kind="upgrade", upgrade_from=must)
+                if wait
+                else ev._replace(kind="retake")
+            )
+            return [after()]
+        # Not held for sure: a first acquisition; if held maybe, also the upgrade (or re-take)
+        # it would be then.
+        self.emit(ev)
+        if maybe:
+            if covers(kind, maybe, mode):
+                self.emit(ev._replace(kind="retake"))
+            elif can_wait(kind, maybe, mode):
+                self.emit(ev._replace(kind="upgrade", upgrade_from=maybe))
+        return [after()]
+
+    # --- loops ------------------------------------------------------------------------------
+
+    def element(self, loop: m.Loop) -> str | None:
+        """The lock whose instances are the loop's elements: the first lock taken in the body
+        (outside nested loops, through run:) whose declared instance order is the loop's."""
+        key = id(loop)
+        if key not in self._elements:
+            found = None
+            if loop.order is not None:
+                for take in self._direct_takes(loop.steps):
+                    lk = self.model.locks[take.lock]
+                    if (
+                        not take.again
+                        and take.instance is None
+                        and not lk.singleton
+                        and lk.instance_order == loop.order
+                    ):
+                        found = take.lock
+                        break
+            self._elements[key] = found
+        return self._elements[key]
+
+    def _direct_takes(self, steps: tuple[m.Step, ...]) -> Iterator[m.Take]:
+        """The takes of `steps` in order, through branches and run: but not nested loops.
+        Iterative: a run: chain has no recursion limit."""
+        stack: list[tuple[tuple[m.Step, ...], int]] = [(steps, 0)]
+        while stack:
+            seq, i = stack.pop()
+            if i >= len(seq):
+                continue
+            stack.append((seq, i + 1))
+            step = seq[i]
+            self._spend(1)
+            if self._skip(step):
+                continue
+            if isinstance(step, m.Take):
+                yield step
+            elif isinstance(step, m.Branches):
+                for _, alt in reversed(step.alternatives):
+                    stack.append((alt, 0))
+            elif isinstance(step, m.Run):
+                stack.append((self.model.paths[step.path].steps, 0))
+
+    def summary(self, steps: tuple[m.Step, ...]) -> _Summary:
+        """The may-held transfer of `steps` (see _Summary); a path's own summary is computed
+        once, callees first, with an explicit stack."""
+        self._summarise_callees(steps)
+        return self._sequence(steps)
+
+    def _summarise_callees(self, steps: tuple[m.Step, ...]) -> None:
+        todo: list[tuple[str, bool]] = [(p, False) for p in self._runs_in(steps)]
+        while todo:
+            pid, ready = todo.pop()
+            if pid in self._summaries:
+                continue
+            callees = list(self._runs_in(self.model.paths[pid].steps))
+            missing = [p for p in callees if p not in self._summaries]
+            if missing and not ready:
+                todo.append((pid, True))
+                todo.extend((p, False) for p in missing)
+                continue
+            self._summaries[pid] = self._sequence(self.model.paths[pid].steps)
+
+    def _runs_in(self, steps: tuple[m.Step, ...]) -> Iterator[str]:
+        stack = [steps]
+        while stack:
+            for step in stack.pop():
+                if isinstance(step, m.Run):
+                    yield step.path
+                elif isinstance(step, m.Loop):
+                    stack.append(step.steps)
+                elif isinstance(step, m.Branches):
+                    stack.extend(alt for _, alt in step.alternatives)
+
+    def _sequence(self, steps: tuple[m.Step, ...]) -> _Summary:
+        out = _Summary()
         for step in steps:
-            nxt: list[_State] = []
-            for st in states:
-                nxt.extend(self.step(path, step, st, frame, depth))
-            states = _dedupe(nxt)
-        return states
+            self._spend(1)
+            if not self._skip(step):
+                out = out.then(self._one(step))
+        return out
 
-    def step(
-        self, path: m.Path, step: m.Step, st: _State, frame: _Frame, depth: int
-    ) -> list[_State]:
+    def _one(self, step: m.Step) -> _Summary:
+        if isinstance(step, m.Take):
+            lk = self.model.locks[step.lock]
+            if step.again and not lk.singleton:
+                # re-takes what is held; with nothing held, the path's one instance (the same
+                # in every iteration)
+                where = "again"
+            elif lk.singleton:
+                where = "="
+            elif step.instance is not None:
+                where = "=" + step.instance
+            else:
+                where = ""
+            if self.lock_scope(step.lock) == "session":
+                where = "~" + where  # survives the end of a transaction
+            return _Summary(
+                added=(_Item(step.lock, self._mode(step), where, step.order, step.location.line),)
+            )
+        if isinstance(step, m.Loop):
+            body = self._sequence(step.steps)
+            nested = tuple(
+                it._replace(where=("~*" if it.where.startswith("~") else "*"))
+                if it.where in ("", "~")
+                else it
+                for it in body.added
+            )
+            return _Summary(added=nested)  # zero or more iterations: drops nothing for sure
+        if isinstance(step, m.Branches):
+            alts = [self._sequence(alt) for _, alt in step.alternatives]
+            out = alts[0]
+            for a in alts[1:]:
+                out = out.join(a)
+            return out
+        if isinstance(step, m.Run):
+            found = self._summaries.get(step.path)
+            return found if found is not None else self._sequence(self.model.paths[step.path].steps)
+        if isinstance(step, m.Release):
+            return _Summary(released=frozenset({step.lock}))
+        if isinstance(step, m.End):
+            return _Summary() if step.how == "leave_open" else _Summary(drops_transaction=True)
+        if isinstance(step, m.Begin):
+            tk = self.model.transactions.get(step.transaction)
+            first: tuple[_Item, ...] = ()
+            if tk and tk.first_lock:
+                where = "~=" if self.lock_scope(tk.first_lock) == "session" else "="
+                first = (
+                    _Item(
+                        tk.first_lock, tk.first_mode or "exclusive", where, None, step.location.line
+                    ),
+                )
+            return _Summary(drops_transaction=True, added=first)
+        return _Summary()
+
+    def innermost(self, loop: m.Loop) -> bool:
+        """Is there no loop inside `loop` (through run: too)?"""
+        key = id(loop)
+        if key not in self._innermost:
+            found = True
+            stack: list[tuple[m.Step, ...]] = [loop.steps]
+            seen: set[str] = set()
+            while stack and found:
+                for step in stack.pop():
+                    if isinstance(step, m.Loop):
+                        found = False
+                        break
+                    if isinstance(step, m.Branches):
+                        stack.extend(alt for _, alt in step.alternatives)
+                    elif isinstance(step, m.Run) and step.path not in seen:
+                        seen.add(step.path)
+                        stack.append(self.model.paths[step.path].steps)
+            self._innermost[key] = found
+        return self._innermost[key]
+
+    def may_release(self, loop: m.Loop) -> bool:
+        """Can the body end a transaction or release a lock (through run:, anywhere in it)?"""
+        key = id(loop)
+        if key not in self._releases:
+            found = False
+            stack: list[tuple[m.Step, ...]] = [loop.steps]
+            seen: set[str] = set()
+            while stack and not found:
+                for step in stack.pop():
+                    if isinstance(step, (m.Begin, m.Release)) or (
+                        isinstance(step, m.End) and step.how != "leave_open"
+                    ):
+                        found = True
+                        break
+                    if isinstance(step, m.Loop):
+                        stack.append(step.steps)
+                    elif isinstance(step, m.Branches):
+                        stack.extend(alt for _, alt in step.alternatives)
+                    elif isinstance(step, m.Run) and step.path not in seen:
+                        seen.add(step.path)
+                        stack.append(self.model.paths[step.path].steps)
+            self._releases[key] = found
+        return self._releases[key]
+
+    def after_loop(self, before: list[_State], out: list[_State], releases: bool) -> list[_State]:
+        """The states after a loop, which may have run zero times. When the body can release
+        nothing, every state after it holds at least what it held before, so only the gates
+        need care: a singleton the body took is held only maybe. Otherwise the states from
+        before the loop go on as they are, beside the ones after it."""
+        if releases:
+            return [*before, *out]
+        certain: set[tuple[str, str, str]] | None = None
+        for st in before:
+            keys = {(h.lock, h.instance, h.mode) for h in st.held if not h.maybe}
+            certain = keys if certain is None else certain & keys
+        certain = certain or set()
+        marked: list[_State] = []
+        for st in out:
+            held = tuple(
+                h._replace(maybe=True)
+                if not h.maybe
+                and self.model.locks[h.lock].singleton
+                and (h.lock, h.instance, h.mode) not in certain
+                else h
+                for h in st.held
+            )
+            marked.append(st._replace(held=held))
+        return marked
+
+    def earlier_iterations(self, loop: m.Loop, inner: _Frame) -> tuple[tuple[Held, bool], ...]:
+        """What earlier iterations of `loop` may still hold, as maybe holds named for an
+        earlier iteration (the current one's instances end in 2, earlier ones in 1), each with
+        whether it comes from a re-take (`again`), which adds nothing where the lock is held
+        already."""
+        lf = inner.loops[-1]
+        outer = ".".join(inner.iteration[:-1])
+        earlier = f"{outer}.1" if outer else "1"
+        run = f"{lf.id}#{outer}"
+        out: list[tuple[Held, bool]] = []
+        for it in self.summary(loop.steps).added:
+            where = it.where.lstrip("~")
+            lk = self.model.locks[it.lock]
+            ordered = False
+            if where == "again":
+                instance = ""
+            elif where.startswith("="):
+                instance = where[1:]
+            elif where == "*":
+                instance = f"{lf.id}#{earlier}*{it.line}"
+            else:
+                instance = f"{lf.id}#{earlier}"
+                order = it.order or (lf.order if it.lock == lf.element else None)
+                ordered = order is not None and order == lk.instance_order
+            held = Held(it.lock, it.mode, instance, run if ordered else "", it.line, True)
+            out.append((held, where == "again"))
+        return tuple(out)
+
+    # --- the walk ---------------------------------------------------------------------------
+
+    def walk(self, path: m.Path, steps: tuple[m.Step, ...], start: list[_State]) -> None:
+        """Walk `steps` from `start` with an explicit stack (no recursion)."""
+        cur = start
+        # ("seq", steps, index, frame) | ("join", states) | ("alt", states, name)
+        # | ("alt_end", acc, outer branch) | ("branches_end", acc)
+        stack: list[tuple[Any, ...]] = [("seq", steps, 0, _Frame())]
+        while stack:
+            item = stack.pop()
+            tag = item[0]
+            if tag == "seq":
+                _, seq, i, frame = item
+                if i >= len(seq):
+                    continue
+                stack.append(("seq", seq, i + 1, frame))
+                step = seq[i]
+                if self._skip(step):
+                    continue
+                if isinstance(step, m.Loop):
+                    site = f"{'/'.join(frame.sites)}>" if frame.sites else ""
+                    loop_id = f"{path.id}@{site}{step.location.line}"
+                    looped = (*frame.loops, _LoopFrame(loop_id, step.order, self.element(step)))
+                    second = replace(frame, loops=looped, iteration=(*frame.iteration, "2"))
+                    stack.append(("join", cur, self.may_release(step)))
+                    if self.innermost(step):
+                        # A loop with no loop inside is walked twice, exactly: the second
+                        # iteration starts from what the first one holds.
+                        first = replace(frame, loops=looped, iteration=(*frame.iteration, "1"))
+                        stack.append(("seq", step.steps, 0, second))
+                        stack.append(("seq", step.steps, 0, first))
+                    else:
+                        # One with loops inside is walked once, with what earlier iterations
+                        # may hold, so nesting costs one walk per level.
+                        earlier = self.earlier_iterations(step, second)
+                        stack.append(("seq", step.steps, 0, second))
+                        cur = [_add_maybe(st, earlier) for st in cur]
+                elif isinstance(step, m.Branches):
+                    acc: list[_State] = []
+                    outer = cur[0].branch if cur else ()
+                    stack.append(("branches_end", acc))
+                    for name, alt in reversed(step.alternatives):
+                        stack.append(("alt_end", acc, outer))
+                        stack.append(("seq", alt, 0, frame))
+                        stack.append(("alt", cur, name))
+                elif isinstance(step, m.Run):
+                    callee = self.model.paths[step.path]
+                    inner = replace(
+                        frame,
+                        through=(*frame.through, callee.id),
+                        sites=(*frame.sites, f"{step.location.file}:{step.location.line}"),
+                    )
+                    stack.append(("seq", callee.steps, 0, inner))
+                else:
+                    self._spend(len(cur))
+                    nxt: list[_State] = []
+                    for st in cur:
+                        nxt.extend(self.step(path, step, st, frame))
+                    cur = _bound(_dedupe(nxt))
+            elif tag == "join":
+                cur = _bound(_dedupe(self.after_loop(item[1], cur, item[2])))
+            elif tag == "alt":
+                cur = [st._replace(branch=(*st.branch, item[2])) for st in item[1]]
+            elif tag == "alt_end":
+                item[1].extend(st._replace(branch=item[2]) for st in cur)
+            else:  # branches_end
+                cur = _bound(_dedupe(item[1]))
+
+    def step(self, path: m.Path, step: m.Step, st: _State, frame: _Frame) -> list[_State]:
+        """A step that does not nest (loops, branches and runs are the walk's)."""
+        if isinstance(step, m.Take):
+            return self.take(path, st, step, frame)
         common = Event(
             "",
             path.id,
@@ -230,39 +710,6 @@ class Flattener:
             st.branch,
             through=frame.through,
         )
-        if self.backend and step.backend and step.backend != self.backend:
-            return [st]
-        if isinstance(step, m.Take):
-            return [self.take(path, st, step, frame)]
-        if isinstance(step, m.Loop):
-            site = f"{'/'.join(frame.sites)}>" if frame.sites else ""
-            loop_id = f"{path.id}@{site}{step.location.line}"
-            states = [st]
-            for it in ("1", "2"):
-                inner = replace(
-                    frame,
-                    loops=(*frame.loops, (loop_id, step.order)),
-                    iteration=(frame.iteration + "." + it) if frame.iteration else it,
-                )
-                states = self.walk(path, step.steps, states, inner, depth)
-            return states
-        if isinstance(step, m.Branches):
-            out: list[_State] = []
-            for name, alt in step.alternatives:
-                forked = st._replace(branch=(*st.branch, name))
-                for res in self.walk(path, alt, [forked], frame, depth):
-                    out.append(res._replace(branch=st.branch))
-            return out
-        if isinstance(step, m.Run):
-            callee = self.model.paths[step.path]
-            if depth > 32:
-                return [st]
-            inner = replace(
-                frame,
-                through=(*frame.through, callee.id),
-                sites=(*frame.sites, f"{step.location.file}:{step.location.line}"),
-            )
-            return self.walk(path, callee.steps, [st], inner, depth + 1)
         if isinstance(step, m.External):
             self.emit(common._replace(kind="external", name=step.name, note=step.note))
             return [st]
@@ -275,9 +722,7 @@ class Flattener:
             self.emit(common._replace(kind="release", lock=step.lock, wrote=st.wrote and st.open))
             return [st._replace(held=tuple(h for h in st.held if h.lock != step.lock))]
         if isinstance(step, m.Begin):
-            return [
-                self.begin(path, st, step.transaction, step.location, frame, st.transaction + 1)
-            ]
+            return self.begin(path, st, step.transaction, step.location, frame, st.transaction + 1)
         if isinstance(step, m.End):
             self.emit(common._replace(kind=step.how, wrote=st.wrote))
             if step.how == "leave_open":
@@ -287,14 +732,60 @@ class Flattener:
         raise AssertionError(f"unknown step {step!r}")  # pragma: no cover
 
     def path(self, path: m.Path) -> None:
-        loc = path.location
+        self._path_start = self.units
         start = _State((), 0, None, (), False, False)
-        frame = _Frame()
         if path.transaction:
-            start = self.begin(path, start, path.transaction, loc, frame, 1)
+            states = self.begin(path, start, path.transaction, path.location, _Frame(), 1)
         else:
-            start = start._replace(transaction=1, open=True)
-        self.walk(path, path.steps, [start], frame)
+            states = [start._replace(transaction=1, open=True)]
+        self.walk(path, path.steps, states)
+
+
+def can_wait(kind: str, held_modes: tuple[str, ...], mode: str) -> bool:
+    """Can a request in `mode` wait while this transaction holds the same lock in `held_modes`?
+    Only for another holder whose mode coexists with every held mode and conflicts with
+    `mode`."""
+    return any(
+        conflicts(kind, mode, other) and not any(conflicts(kind, h, other) for h in held_modes)
+        for other in modes_for_kind(kind)
+    )
+
+
+def _reduce(kind: str, mine: tuple[Held, ...]) -> tuple[Held, ...]:
+    """The entries one instance keeps: certain modes that no other certain mode covers (for a
+    row or advisory lock that is the strongest alone; a table lock held SHARE and ROW EXCLUSIVE
+    keeps both), and maybe modes that the certain ones do not cover."""
+    certain = [h for h in mine if not h.maybe]
+    modes = tuple(h.mode for h in certain)
+    out: list[Held] = []
+    seen: set[tuple[str, bool]] = set()
+    for h in mine:
+        if (h.mode, h.maybe) in seen:
+            continue
+        if h.maybe:
+            if covers(kind, modes, h.mode):
+                continue
+        elif any(o != h.mode and covers(kind, (o,), h.mode) for o in modes):
+            continue
+        seen.add((h.mode, h.maybe))
+        out.append(h)
+    return tuple(out)
+
+
+def _add_maybe(st: _State, extra: tuple[tuple[Held, bool], ...]) -> _State:
+    """`st` with what earlier iterations may hold; a re-take's entry only where the state holds
+    no instance of that lock (else it re-took that one)."""
+    if not extra:
+        return st
+    have = {(h.lock, h.instance, h.mode) for h in st.held}
+    locks = {h.lock for h in st.held}
+    add: list[Held] = []
+    for h, again in extra:
+        key = (h.lock, h.instance, h.mode)
+        if key not in have and not (again and h.lock in locks):
+            have.add(key)
+            add.append(h)
+    return st._replace(held=(*st.held, *add)) if add else st
 
 
 def _dedupe(states: list[_State]) -> list[_State]:
@@ -307,19 +798,69 @@ def _dedupe(states: list[_State]) -> list[_State]:
     return out
 
 
+def _bound(states: list[_State]) -> list[_State]:
+    """Join states past MAX_STATES: per (transaction, kind, branch, open), one state holding
+    everything any of them holds, certain only where every one of them holds it."""
+    if len(states) <= MAX_STATES:
+        return states
+    groups: dict[tuple[object, ...], list[_State]] = {}
+    for s in states:
+        groups.setdefault((s.transaction, s.txkind, s.branch, s.open), []).append(s)
+    out: list[_State] = []
+    for group in groups.values():
+        if len(group) == 1:
+            out.append(group[0])
+            continue
+        certain: set[tuple[str, str, str, str]] | None = None
+        for s in group:
+            keys = {(h.lock, h.instance, h.mode, h.run) for h in s.held if not h.maybe}
+            certain = keys if certain is None else certain & keys
+        assert certain is not None
+        held: dict[tuple[str, str, str, str], Held] = {}
+        for s in group:
+            for h in s.held:
+                key = (h.lock, h.instance, h.mode, h.run)
+                if key not in held:
+                    held[key] = h._replace(maybe=key not in certain)
+        out.append(group[0]._replace(held=tuple(held.values()), wrote=any(s.wrote for s in group)))
+    return out
+
+
 def backends(model: m.Model) -> tuple[str | None, ...]:
     """Each backend the declarations name, or just the one default."""
     names = sorted({b.name for lock in model.locks.values() for b in lock.backends})
     return tuple(names) if names else (None,)
 
 
-def flatten(model: m.Model, backend: str | None = None, only: str | None = None) -> list[Event]:
-    """Every standalone path's events, in declaration order (or one path's, `only`: looked up,
-    not searched for, so the page's one call per path stays linear in paths)."""
+@dataclass
+class Flattened:
+    events: list[Event]
+    refusals: list[Refusal]
+
+
+def flatten_all(model: m.Model, backend: str | None = None, only: str | None = None) -> Flattened:
+    """Every standalone path's events, in declaration order, and the path refused as too large
+    to analyse, if any (the walk stops there: the run cannot be trusted past it)."""
     f = Flattener(model, backend)
-    chosen = model.paths.items() if only is None else [(only, model.paths[only])]
-    for _, path in chosen:
+    refusals: list[Refusal] = []
+    for pid, path in model.paths.items():
+        if only is not None and pid != only:
+            continue
         if not path.standalone and only is None:
             continue
-        f.path(path)
-    return f.events
+        try:
+            f.path(path)
+        except _Stop:
+            used = f.units - f._path_start
+            if used > model.limits.path_work:
+                refusals.append(Refusal(pid, path.location, used, model.limits.path_work, "path"))
+            else:
+                total = TOTAL_FACTOR * model.limits.path_work
+                refusals.append(Refusal(pid, path.location, f.units, total, "total"))
+            break
+    return Flattened(f.events, refusals)
+
+
+def flatten(model: m.Model, backend: str | None = None, only: str | None = None) -> list[Event]:
+    """Every standalone path's events, in declaration order."""
+    return flatten_all(model, backend, only).events

@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple, TypeVar
 
-from lockdocs import model as m
 from lockdocs.analysis.flatten import Event, Held
 from lockdocs.diagnostics import Location
 from lockdocs.rules.context import Context
@@ -37,12 +36,18 @@ class Edge(NamedTuple):
     txkind: str | None = None
     through: tuple[str, ...] = ()
     held_at: int = 0  # line where src was taken
-    # For an upgrade: the mode of dst this transaction already holds. Whoever blocks it must
-    # hold that same instance in a mode that can coexist with this one.
-    upgrade_from: str | None = None
+    # For an upgrade: the modes of dst this transaction already holds. Whoever blocks it must
+    # hold that same instance in a mode that coexists with every one of them.
+    upgrade_from: tuple[str, ...] = ()
     # NOWAIT fails at once (55P03) and SKIP LOCKED skips the row: such a take never waits, so
     # it cannot close a wait cycle.
     never_waits: bool = False
+    held_maybe: bool = False  # src is held only maybe (see flatten.Held.maybe)
+    held_instance: str = ""  # which instance of src (flatten.Held.instance)
+    wanted_instance: str = ""  # which instance of dst
+
+    # src was taken in an earlier iteration of a loop that takes dst now
+    across_iterations: bool = False
 
     def sort_key(self) -> tuple[str, int, int, str, str]:
         return (self.location.file, self.location.line, self.location.column, self.src, self.dst)
@@ -62,34 +67,39 @@ class LockGraph:
         return out
 
 
+def _named(instance: str) -> bool:
+    """A declared `instance:` name (loop instances carry '#', the path's one instance is '')."""
+    return instance != "" and "#" not in instance
+
+
+def _earlier_iteration(instance: str, loops: tuple[str, ...]) -> bool:
+    """Is `instance` a per-iteration instance of one of `loops`, from an earlier iteration?
+    (Loop instances are named `<loop>#<iteration per level>`, 1 earlier and 2 now.)"""
+    if "#" not in instance:
+        return False
+    loop, _, vector = instance.rpartition("#")
+    return loop in loops and vector.split("*")[0].endswith("1")
+
+
 def _edges_of(ev: Event, ctx: Context, backend: str | None) -> list[Edge]:
     out: list[Edge] = []
     lock = ctx.model.locks[ev.lock]
-    upgrade_from = None
-    if ev.kind == "upgrade":
-        upgrade_from = next(
-            (h.mode for h in ev.held if h.lock == ev.lock and h.instance == ev.instance), None
-        )
+    upgrade_from = ev.upgrade_from if ev.kind == "upgrade" else ()
     for h in ev.held:
-        if h.lock == ev.lock:
-            if h.instance == ev.instance or lock.singleton:
-                continue
-        elif h.loop and h.loop == ev.loop and h.instance != ev.instance:
-            # Per-iteration locks of one loop: an instance of the next iteration belongs to
-            # another element, so the element order (the self-edge) speaks for it.
+        if h.lock == ev.lock and (h.instance == ev.instance or lock.singleton):
             continue
-        # Sorted only when both instances belong to the same ordered sequence: two iterations
-        # of one loop, or two named instances each placed in that order. An instance held
-        # from before the loop is not part of the loop's sorted run.
-        same_run = (bool(h.loop) and h.loop == ev.loop) or (
-            not h.loop and not ev.loop and h.instance != "" and ev.instance != ""
-        )
-        ordered = (
-            h.lock == ev.lock
-            and same_run
-            and ev.order is not None
-            and lock.instance_order is not None
-            and ev.order == lock.instance_order
+        # Sorted only when both instances belong to one sorted run: two iterations of one run
+        # of a loop over the lock's elements in its declared order, or two named instances, the
+        # later taken with that order. Anything else (an instance held from before the loop, a
+        # second run of the loop, another lock's instances across iterations) is not.
+        ordered = h.lock == ev.lock and (
+            (h.run != "" and h.run == ev.run)
+            or (
+                _named(h.instance)
+                and _named(ev.instance)
+                and ev.order is not None
+                and ev.order == lock.instance_order
+            )
         )
         out.append(
             Edge(
@@ -108,7 +118,11 @@ def _edges_of(ev: Event, ctx: Context, backend: str | None) -> list[Edge]:
                 through=ev.through,
                 held_at=h.acquired_at,
                 upgrade_from=upgrade_from,
-                never_waits=ev.option in m.NEVER_WAITS,
+                never_waits=ev.option in ("nowait", "skip locked"),
+                held_maybe=h.maybe,
+                held_instance=h.instance,
+                wanted_instance=ev.instance,
+                across_iterations=_earlier_iteration(h.instance, ev.loops),
             )
         )
     return out

@@ -8,10 +8,11 @@ from functools import cached_property
 from typing import TYPE_CHECKING, NamedTuple
 
 from lockdocs import model as m
-from lockdocs.analysis.flatten import Event, Held, backends, flatten
+from lockdocs.analysis.flatten import Event, Held, Refusal, backends, flatten_all
 from lockdocs.diagnostics import Diagnostic, Location, Severity
 
 if TYPE_CHECKING:
+    from lockdocs.analysis.cycles import Cycle, Unfinished
     from lockdocs.analysis.graph import LockGraph
 
 
@@ -19,9 +20,12 @@ if TYPE_CHECKING:
 class Context:
     model: m.Model
     _events: dict[str | None, list[Event]] = field(default_factory=dict)
+    _refusals: dict[str | None, list[Refusal]] = field(default_factory=dict)
     _graphs: dict[str | None, LockGraph] = field(default_factory=dict)
-    # Singleton guards of a held set, by held set: gate checks ask for them constantly.
-    guard_cache: dict[tuple[Held, ...], dict[str, str]] = field(default_factory=dict)
+    _cycles: dict[str | None, tuple[list[Cycle], list[Unfinished]]] = field(default_factory=dict)
+    # Singleton guards of a held set, by the held set's id (kept beside its result, so the id
+    # cannot be reused while cached): gate checks ask for them constantly.
+    guard_cache: dict[int, tuple[tuple[Held, ...], dict[str, str]]] = field(default_factory=dict)
     # Paths a change added or reordered (`lockdocs diff`): hints blame them first.
     blame: frozenset[str] = frozenset()
 
@@ -31,8 +35,19 @@ class Context:
 
     def events(self, backend: str | None) -> list[Event]:
         if backend not in self._events:
-            self._events[backend] = flatten(self.model, backend)
+            done = flatten_all(self.model, backend)
+            self._events[backend] = done.events
+            self._refusals[backend] = done.refusals
         return self._events[backend]
+
+    def refusals(self, backend: str | None) -> list[Refusal]:
+        """Paths too large to analyse on this backend (the analysis is then incomplete)."""
+        self.events(backend)
+        return self._refusals[backend]
+
+    @property
+    def refused(self) -> bool:
+        return any(self.refusals(b) for b in self.backends)
 
     def graph(self, backend: str | None) -> LockGraph:
         """The lock-order graph of one backend, built once per run."""
@@ -41,6 +56,15 @@ class Context:
 
             self._graphs[backend] = build_graph(self, backend)
         return self._graphs[backend]
+
+    def cycles(self, backend: str | None) -> tuple[list[Cycle], list[Unfinished]]:
+        """The real cycles of one backend's graph and the components the search could not
+        finish, searched once per run."""
+        if backend not in self._cycles:
+            from lockdocs.analysis.cycles import find_cycles
+
+            self._cycles[backend] = find_cycles(self, self.graph(backend))
+        return self._cycles[backend]
 
     @cached_property
     def all_events(self) -> list[Event]:

@@ -86,9 +86,26 @@ def _reorder(ctx: Context, cycle: Cycle) -> str:
     return f"make '{chosen.path}' take {chosen.dst} before {chosen.src}{why}"
 
 
+def _across_iterations(cycle: Cycle) -> str:
+    """One iteration's lock held while a later iteration takes another lock: the loop's order
+    does not order the other lock's instances (two elements can share one), so reordering the
+    two takes in the body does not help; taking them all before the loop does."""
+    for e in cycle.edges:
+        if e.across_iterations and e.src != e.dst:
+            return (
+                f"'{e.path}' still holds {e.src} from an earlier iteration when a later one "
+                f"takes {e.dst}: take every {e.src} it needs before the loop, in {e.src}'s "
+                "declared order"
+            )
+    return ""
+
+
 def cycle_hint(ctx: Context, cycle: Cycle) -> str:
     """The hint of an LD201 finding."""
-    parts = [p for p in (_no_key_update(ctx, cycle), _reorder(ctx, cycle)) if p]
+    first = _across_iterations(cycle)
+    parts = [
+        p for p in (first, _no_key_update(ctx, cycle), "" if first else _reorder(ctx, cycle)) if p
+    ]
     held = sorted(
         {
             g.lock

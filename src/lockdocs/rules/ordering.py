@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from lockdocs.analysis.cycles import Cycle, find_cycles, gate, instance_clashes
+from lockdocs.analysis.cycles import Cycle, gate, instance_clashes
 from lockdocs.analysis.graph import Edge
 from lockdocs.analysis.proof import proof
 from lockdocs.diagnostics import Diagnostic, Location, Related, Severity
@@ -33,6 +33,26 @@ locks:
 def _where(e: Edge) -> str:
     through = f" (inside {' -> '.join(e.through)})" if e.through else ""
     return f"{e.location}{through}"
+
+
+def labels(ctx: Context, locks: tuple[str, ...], edges: tuple[Edge, ...]) -> list[str]:
+    """How to name each lock of a cycle: a lock with instances met more than once on it is
+    several rows (or keys), told apart as `a #1`, `a #2` (an upgrade hop stays on its one)."""
+    k = len(locks)
+    out = list(locks)
+    repeated = {lk for lk in locks if locks.count(lk) > 1 and not ctx.model.locks[lk].singleton}
+    counter: dict[str, int] = {}
+    for i in range(k):
+        lk = locks[i]
+        if lk not in repeated:
+            continue
+        prev = edges[i - 1]  # wants locks[i]: an upgrade wants the instance it holds
+        if prev.src == lk and prev.upgrade_from and i > 0 and out[i - 1].startswith(lk + " #"):
+            out[i] = out[i - 1]
+            continue
+        counter[lk] = counter.get(lk, 0) + 1
+        out[i] = f"{lk} #{counter[lk]}"
+    return out
 
 
 def interleaving(locks: tuple[str, ...], edges: tuple[Edge, ...]) -> list[str]:
@@ -101,19 +121,21 @@ paths:
 )
 def check_cycles(ctx: Context) -> Iterable[Diagnostic]:
     for backend in ctx.backends:
-        graph = ctx.graph(backend)
-        for cycle in find_cycles(ctx, graph):
+        for cycle in ctx.cycles(backend)[0]:
             k = len(cycle.locks)
             on = f" on {backend}" if backend else ""
+            names = labels(ctx, cycle.locks, cycle.edges)
             details = ["The waits, hop by hop:"]
             for i, e in enumerate(cycle.edges):
                 taken = f", taken at line {e.held_at}" if e.held_at else ""
+                earlier = " in an earlier iteration" if e.across_iterations else ""
                 details.append(
-                    f"  {i + 1}. {e.path} at {_where(e)}: holds {cycle.locks[i]} "
-                    f"({e.held_mode}{taken}), wants {cycle.locks[(i + 1) % k]} ({e.wanted_mode})"
+                    f"  {i + 1}. {e.path} at {_where(e)}: holds {names[i]} "
+                    f"({e.held_mode}{taken}{earlier}), wants {names[(i + 1) % k]} "
+                    f"({e.wanted_mode})"
                 )
             details.append("One interleaving:")
-            details.extend("  " + line for line in interleaving(cycle.locks, cycle.edges))
+            details.extend("  " + line for line in interleaving(tuple(names), cycle.edges))
             paths = tuple(dict.fromkeys(e.path for e in cycle.edges))
             first = cycle.edges[0]
             hops = _hops(cycle)
@@ -121,7 +143,7 @@ def check_cycles(ctx: Context) -> Iterable[Diagnostic]:
                 "LD201",
                 Severity.ERROR,
                 f"lock-order cycle{on}: "
-                + " -> ".join((*cycle.locks, cycle.locks[0]))
+                + " -> ".join((*names, names[0]))
                 + " (paths "
                 + ", ".join(paths)
                 + ")",
@@ -306,37 +328,50 @@ paths:
 )
 def check_upgrades(ctx: Context) -> Iterable[Diagnostic]:
     # Two upgrades of one lock (the same path twice, or two paths) deadlock when both weak
-    # modes can be held at once, each strong mode waits for the other's weak one, and no
-    # gate keeps the two transactions apart.
+    # holds can coexist, each strong request waits for the other's weak hold, and no gate keeps
+    # the two transactions apart. An upgrade is judged on the take that waits: one taken NOWAIT
+    # or SKIP LOCKED never waits, whatever the first take was; a first take with SKIP LOCKED
+    # that may have skipped the row still counts when it did lock it.
     upgrades: list[tuple[Edge, str]] = []
     for ev in ctx.all_events:
-        if ev.kind != "upgrade":
+        if ev.kind != "upgrade" or ev.option in ("nowait", "skip locked"):
             continue
-        held = next(h for h in ev.held if h.lock == ev.lock and h.instance == ev.instance)
+        held_at = min(
+            (h.acquired_at for h in ev.held if h.lock == ev.lock and h.instance == ev.instance),
+            default=0,
+        )
         as_edge = Edge(
             ev.lock,
             ev.lock,
             ev.path,
             ev.location,
-            held.mode,
+            ", ".join(ev.upgrade_from),
             ev.mode,
             ev.held,
-            held_at=held.acquired_at,
+            held_at=held_at,
+            upgrade_from=ev.upgrade_from,
         )
         upgrades.append((as_edge, ctx.lock_kind(ev.lock, None)))
+
+    def coexist(kind: str, a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+        return not any(conflicts(kind, x, y) for x in a for y in b)
+
+    def waits_for(kind: str, e: Edge, f: Edge) -> bool:
+        return any(conflicts(kind, e.wanted_mode, y) for y in f.upgrade_from)
+
     seen: set[tuple[str, str, int]] = set()
     for e, kind in upgrades:
         key = (e.path, e.src, e.location.line)
-        if key in seen or not conflicts(kind, e.wanted_mode, e.held_mode):
+        if key in seen:
             continue
         other = next(
             (
                 f
                 for f, _ in upgrades
                 if f.src == e.src
-                and not conflicts(kind, e.held_mode, f.held_mode)
-                and conflicts(kind, e.wanted_mode, f.held_mode)
-                and conflicts(kind, f.wanted_mode, e.held_mode)
+                and coexist(kind, e.upgrade_from, f.upgrade_from)
+                and waits_for(kind, e, f)
+                and waits_for(kind, f, e)
                 and not gate(ctx, e, f)
             ),
             None,
@@ -363,3 +398,123 @@ def check_upgrades(ctx: Context) -> Iterable[Diagnostic]:
             locks=(e.src,),
             extra={"proof": proof("upgrade", (e, other), upgrade=True)},
         )
+
+
+@rule(
+    "LD204",
+    "cycle-search-unfinished",
+    Severity.ERROR,
+    summary="The cycle search stopped at its budget: a deadlock there may be unreported.",
+    what=(
+        "The search for cycles visits, for each hop of the graph of waits, every state (a hop "
+        "with the gate locks claimed so far) it can reach, so it either finds the shortest "
+        "cycle no gate cuts or proves there is none. When one search needs more states than "
+        "`limits.cycle_search` allows, it stops and this reports the component (its locks) it "
+        "could not finish, instead of passing over it in silence."
+    ),
+    why=(
+        'A check that gives up quietly says "0 errors" about a part of the graph it never '
+        "looked at. A stopped search is a finding of its own: the locks it names may still "
+        "deadlock."
+    ),
+    example={
+        "locks.yaml": """\
+lockdocs: 1
+page: {title: Locks}
+limits: {cycle_search: 2}
+locks:
+  a: {title: A, kind: advisory, key: {hashtextextended: {text: a}}, modes: {exclusive: x}}
+  b: {title: B, kind: advisory, key: {hashtextextended: {text: b}}, modes: {exclusive: x}}
+  c: {title: C, kind: advisory, key: {hashtextextended: {text: c}}, modes: {exclusive: x}}
+""",
+        "paths/ring.yaml": """\
+group: Ring
+paths:
+  ab: {title: A then B, steps: [{take: a}, {take: b}]}
+  bc: {title: B then C, steps: [{take: b}, {take: c}]}
+  ca: {title: C then A, steps: [{take: c}, {take: a}]}
+""",
+    },
+    use_instead={
+        "locks.yaml": ("limits: {cycle_search: 2}\n", ""),
+        "paths/ring.yaml": (
+            "  ca: {title: C then A, steps: [{take: c}, {take: a}]}\n",
+            "  ca: {title: C then A, steps: [{take: a}, {take: c}]}\n",
+        ),
+    },
+)
+def check_unfinished(ctx: Context) -> Iterable[Diagnostic]:
+    for backend in ctx.backends:
+        for u in ctx.cycles(backend)[1]:
+            on = f" on {backend}" if backend else ""
+            shown = ", ".join(u.locks[:12]) + (
+                f" and {len(u.locks) - 12} more" if len(u.locks) > 12 else ""
+            )
+            yield Diagnostic(
+                "LD204",
+                Severity.ERROR,
+                f"the cycle search{on} stopped at its budget in the component of {shown}; "
+                "a deadlock among these locks may be unreported",
+                u.start.location,
+                "raise limits.cycle_search in locks.yaml, or make the component smaller: take "
+                "these locks in one order, or hold a gate lock around the paths that do not",
+                details=(
+                    f"The search through {u.start.src} -> {u.start.dst} ({u.start.path} at "
+                    f"{_where(u.start)}) visited {u.states:,} states without finishing.",
+                ),
+                paths=(u.start.path,),
+                locks=u.locks,
+            )
+
+
+@rule(
+    "LD209",
+    "analysis-limit",
+    Severity.ERROR,
+    summary="A path is too large to analyse within the analysis's bounds; the run stops.",
+    what=(
+        "Flattening a path walks each of its steps once per state it can be in (branches, "
+        "loops and run: steps inlined). When one path needs more work than `limits.path_work` "
+        "allows, or all paths together more than twenty times that, the analysis stops there "
+        "and reports the path, and the run ends as bad input (exit 2): a partial analysis would "
+        "pass over deadlocks."
+    ),
+    why=(
+        "Without a bound, a few dozen lines of nested run: steps can take minutes and "
+        "gigabytes; with a silent bound, the locks past it would never be checked."
+    ),
+    example={
+        "locks.yaml": """\
+lockdocs: 1
+page: {title: Locks}
+limits: {path_work: 3}
+locks:
+  a: {title: A, kind: advisory, key: {hashtextextended: {text: a}}, modes: {exclusive: x}}
+  b: {title: B, kind: advisory, key: {hashtextextended: {text: b}}, modes: {exclusive: x}}
+""",
+        "paths/p.yaml": """\
+group: P
+paths:
+  p: {title: P, steps: [{take: a}, {take: b}, {take: a}, {take: b}]}
+""",
+    },
+    use_instead={"locks.yaml": ("limits: {path_work: 3}\n", "")},
+)
+def check_refused(ctx: Context) -> Iterable[Diagnostic]:
+    for backend in ctx.backends:
+        for r in ctx.refusals(backend):
+            on = f" on {backend}" if backend else ""
+            what = (
+                f"path '{r.path}' needs more than {r.budget:,} units of work to analyse{on}"
+                if r.scope == "path"
+                else f"the paths up to '{r.path}' need more than {r.budget:,} units of work{on}"
+            )
+            yield Diagnostic(
+                "LD209",
+                Severity.ERROR,
+                what + "; the analysis stopped here",
+                r.location,
+                "split the path (fewer run: steps nested, fewer loops and branches inlined into "
+                "one path), or raise limits.path_work in locks.yaml",
+                paths=(r.path,),
+            )

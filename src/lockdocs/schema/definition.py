@@ -473,6 +473,32 @@ CHECKS = {
 }
 
 
+LIMITS = _obj(
+    "Bounds on the analysis's work. Past one, lockdocs reports that it stopped (LD209 refuses a "
+    "path too large to analyse, LD204 names a cycle search it could not finish) instead of "
+    "running for ever or passing over a deadlock in silence. The defaults suit projects far "
+    "larger than any hand-written one; raise them only for a project that needs it.",
+    {
+        "path_work": {
+            "type": "integer",
+            "minimum": 1,
+            "description": (
+                "Work units one path may take when it is flattened (each state through each "
+                "step, and each held lock recorded); 2,000,000 by default."
+            ),
+        },
+        "cycle_search": {
+            "type": "integer",
+            "minimum": 1,
+            "description": (
+                "States one cycle search may visit (a hop with the gates claimed so far); "
+                "200,000 by default."
+            ),
+        },
+    },
+)
+
+
 def _step_schema() -> dict[str, Any]:
     steps = {"type": "array", "description": "Steps in order.", "items": {"$ref": "#/$defs/step"}}
     take = _obj(
@@ -483,13 +509,21 @@ def _step_schema() -> dict[str, Any]:
             "via": VIA,
             "note": _s("A note for the reader."),
             "instance": _s(
-                "Names the instance when a path takes two distinct ones outside a loop."
+                "Names one instance of the lock (the same in every loop iteration); two names "
+                "are two distinct instances. Without it, a take outside a loop is the path's "
+                "one instance, which may or may not be one a loop took."
             ),
             "again": {
                 "type": "boolean",
-                "description": "Inside a loop: the instance already held (the same row), not a new one.",
+                "description": (
+                    "A re-take of an instance the path already holds (one of the rows a loop "
+                    "took, say), not another one; with none held, the path's one instance."
+                ),
             },
-            "order": _s("The order this take follows relative to earlier instances."),
+            "order": _s(
+                "The order this take follows relative to the path's other instances of the "
+                "lock; inside a loop it overrides the loop's order."
+            ),
             "option": _s("nowait or skip locked.", enum=["nowait", "skip locked"]),
             "try": _s(
                 "A take that never waits (pg_try_advisory_xact_lock, NOWAIT whose error the code "
@@ -514,7 +548,12 @@ def _step_schema() -> dict[str, Any]:
         "Repeat steps for several instances.",
         {
             "loop": _s("What is looped over, e.g. 'each carrying pool'."),
-            "order": _s("The order of the iterations; compared with each lock's declared order."),
+            "order": _s(
+                "The order of the iterations. The loop's element lock (the first lock taken in "
+                "the body whose declared instance order this is) follows it; another lock's "
+                "instances taken in the body come in no known order and may repeat (two "
+                "elements can share one)."
+            ),
             "note": _s("A note."),
             "steps": steps,
         },
@@ -689,6 +728,7 @@ def locks_schema() -> dict[str, Any]:
                     },
                 ],
             },
+            "limits": LIMITS,
             "paths": _s("The folder of path files, relative to locks.yaml; paths/ by default."),
             "code": {
                 "type": "array",

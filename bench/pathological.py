@@ -1,0 +1,132 @@
+"""Pathological but valid declarations: the shapes that made the analysis blow up or give up.
+
+Each function writes a project (locks.yaml and paths/p.yaml) to a folder and returns what
+`lockdocs check` must report about it (the codes), so bench/bounds.py can time it and the fuzz
+run can assert it:
+
+- `nested_loops(depth)`: `depth` loops nested in one path, each taking a row of its own;
+- `sequential_branches(n)`: one path of `n` branches in a row, each alternative taking a
+  different lock (2^n combinations of held sets);
+- `run_chain(n)`: path p0 runs p1, which runs p2, ... p(n-1), each taking a lock first;
+- `ring_with_noise(ring, noise)`: a real ring of `ring` locks (path i takes r_i then r_(i+1)),
+  beside `noise` gate locks and `noise` guarded locks, connected to the ring, whose every cycle
+  holds one gate twice (so none is real): the search must report the ring and only the ring.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+HEAD = "lockdocs: 1\npage: {title: Pathological}\nlocks:\n"
+
+
+def _advisory(name: str) -> str:
+    return (
+        f"  {name}: {{title: {name}, kind: advisory, key: {{hashtextextended: {{text: {name}}}}},"
+        " modes: {exclusive: x}}\n"
+    )
+
+
+def _row(name: str) -> str:
+    return (
+        f"  {name}: {{title: {name}, kind: row, table: app.{name}, "
+        "instances: {order: ascending id}, modes: {for update: x}}\n"
+    )
+
+
+def _write(out: Path, locks: str, paths: str) -> None:
+    (out / "paths").mkdir(parents=True, exist_ok=True)
+    (out / "locks.yaml").write_text(HEAD + locks, encoding="utf-8")
+    (out / "paths" / "p.yaml").write_text("group: P\npaths:\n" + paths, encoding="utf-8")
+
+
+def nested_loops(out: Path, depth: int) -> set[str]:
+    locks = "".join(_row(f"n{i}") for i in range(depth))
+    body = ""
+    indent = "      "
+    for i in range(depth):
+        body += f"{indent}- loop: level {i}\n{indent}  order: ascending id\n{indent}  steps:\n"
+        body += f"{indent}    - take: n{i}\n"
+        indent += "    "
+    _write(out, locks, f"  deep:\n    title: Deep\n    steps:\n{body}")
+    return set()
+
+
+def sequential_branches(out: Path, n: int) -> set[str]:
+    locks = "".join(_advisory(f"b{i}") for i in range(2 * n))
+    steps = ""
+    for i in range(n):
+        steps += (
+            f"      - branches:\n          left: [{{take: b{2 * i}}}]\n"
+            f"          right: [{{take: b{2 * i + 1}}}]\n"
+        )
+    _write(out, locks, f"  wide:\n    title: Wide\n    steps:\n{steps}")
+    return set()
+
+
+def run_chain(out: Path, n: int, takes: bool = True) -> set[str]:
+    locks = "".join(_advisory(f"c{i}") for i in range(n)) if takes else _advisory("c0")
+    paths = ""
+    for i in range(n):
+        steps = [f"{{take: c{i}}}"] if takes else ["{call: step}"]
+        if i + 1 < n:
+            steps.append(f"{{run: p{i + 1}}}")
+        standalone = "" if i == 0 else "    standalone: false\n"
+        paths += f"  p{i}:\n    title: P{i}\n{standalone}    steps: [{', '.join(steps)}]\n"
+    _write(out, locks, paths)
+    return set()
+
+
+def ring_with_noise(out: Path, ring: int, noise: int) -> set[str]:
+    """Noise: gates g_j and locks x_j (j < noise). A path holds g_min(a,b) while it takes x_a
+    then x_b; others hold g_j while they go from the ring into x_j or out of x_j back to the
+    ring. Any cycle through the noise holds the gate of its smallest x twice, so only the ring
+    is real."""
+    locks = "".join(_advisory(f"r{i}") for i in range(ring))
+    locks += "".join(_advisory(f"g{j}") + _advisory(f"x{j}") for j in range(noise))
+    paths = ""
+    for i in range(ring):
+        paths += f"  ring{i}:\n    title: Ring {i}\n    steps: [{{take: r{i}}}, {{take: r{(i + 1) % ring}}}]\n"
+    for a in range(noise):
+        for b in range(noise):
+            if a != b:
+                g = min(a, b)
+                paths += (
+                    f"  noise{a}to{b}:\n    title: Noise {a} to {b}\n"
+                    f"    steps: [{{take: g{g}}}, {{take: x{a}}}, {{take: x{b}}}]\n"
+                )
+    for j in range(noise):
+        r_in, r_out = j % ring, (j * 7 + 3) % ring
+        paths += (
+            f"  into{j}:\n    title: Into {j}\n"
+            f"    steps: [{{take: g{j}}}, {{take: r{r_in}}}, {{take: x{j}}}]\n"
+            f"  outof{j}:\n    title: Out of {j}\n"
+            f"    steps: [{{take: g{j}}}, {{take: x{j}}}, {{take: r{r_out}}}]\n"
+        )
+    _write(out, locks, paths)
+    return {"LD201", "LD301"}
+
+
+SHAPES = {
+    "nested-loops": nested_loops,
+    "sequential-branches": sequential_branches,
+    "run-chain": run_chain,
+}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("shape", choices=[*SHAPES, "ring-with-noise"])
+    ap.add_argument("out", type=Path)
+    ap.add_argument("n", type=int)
+    ap.add_argument("--noise", type=int, default=5)
+    args = ap.parse_args()
+    if args.shape == "ring-with-noise":
+        ring_with_noise(args.out, args.n, args.noise)
+    else:
+        SHAPES[args.shape](args.out, args.n)
+
+
+if __name__ == "__main__":
+    main()
