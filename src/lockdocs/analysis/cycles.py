@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from lockdocs.analysis.flatten import Event, Held
 from lockdocs.analysis.graph import Edge, LockGraph, strongly_connected
 from lockdocs.modes import conflicts, modes_for_kind
 from lockdocs.rules.context import Context
@@ -114,6 +115,76 @@ def _rotate(cycle: Cycle) -> Cycle:
     )
 
 
+TUPLE_LOCK = "tuple lock"
+
+
+def _queue_hops(ctx: Context, backend: str | None, locks: set[str]) -> list[Edge]:
+    """The hops a row's wait queue adds (PostgreSQL's src/backend/access/heap/README.tuplock):
+    a request for a row that conflicts with a holder first takes the tuple's own lock, then
+    waits for the holders; a later request that must wait too (it conflicts with some holder)
+    queues for the tuple lock behind it, in strengths that conflict as the row modes do, even
+    when it coexists with every holder the first one waits for. A request that conflicts with
+    no holder is granted at once (it never queues), and an upgrade of a row already held skips
+    the queue. One hop per waiting take (row, mode, gates) and per way another transaction
+    holds the row (what makes the later request queue: its mode and what it holds then)."""
+    rows = {lk for lk in locks if ctx.lock_kind(lk, backend) == "row"}
+    if not rows:
+        return []
+    holders: dict[str, dict[tuple[object, ...], Edge]] = {}
+    waiters: dict[str, dict[tuple[object, ...], Event]] = {}
+    for ev in ctx.events(backend):
+        if ev.kind not in ("acquire", "upgrade") or ev.lock not in rows:
+            continue
+        mine = Held(ev.lock, ev.mode, ev.instance, ev.run, ev.location.line)
+        holding = Edge(
+            ev.lock,
+            ev.lock,
+            ev.path,
+            ev.location,
+            ev.mode,
+            ev.mode,
+            (*ev.held, mine),
+            backend=backend,
+            through=ev.through,
+        )
+        key = (ev.mode, tuple(sorted(_singleton_guards(ctx, holding).items())))
+        holders.setdefault(ev.lock, {}).setdefault(key, holding)
+        if ev.kind == "acquire" and ev.option is None:
+            wkey = (
+                ev.mode,
+                tuple(
+                    sorted(
+                        (g.lock, g.mode)
+                        for g in ev.held
+                        if not g.maybe and ctx.model.locks[g.lock].singleton
+                    )
+                ),
+            )
+            waiters.setdefault(ev.lock, {}).setdefault(wkey, ev)
+    out: list[Edge] = []
+    for lock in sorted(waiters):
+        for ev in waiters[lock].values():
+            waiting = Edge(
+                src=lock,
+                dst=lock,
+                path=ev.path,
+                location=ev.location,
+                held_mode=TUPLE_LOCK,
+                wanted_mode=ev.mode,
+                guards=ev.held,
+                backend=backend,
+                transaction=ev.transaction,
+                txkind=ev.txkind,
+                through=ev.through,
+                wanted_instance=ev.instance,
+            )
+            for holding in holders.get(lock, {}).values():
+                if gate(ctx, waiting, holding):
+                    continue  # they never run at once
+                out.append(waiting._replace(queued=holding.held_mode, queued_by=holding))
+    return out
+
+
 class _Search:
     """The graph of waits of one lock graph and the searches over it."""
 
@@ -131,20 +202,55 @@ class _Search:
         for (src, dst), edges in sorted(graph.by_pair.items()):
             if src in component and component[src] == component.get(dst):
                 reps.extend(_representatives(edges, ctx))
+        backend = graph.backend
+        reps.extend(_queue_hops(ctx, backend, set(component)))
         self.reps = reps
         self.guards = [_singleton_guards(ctx, e) for e in reps]
-        backend = graph.edges[0].backend if graph.edges else None
-        self.kinds = {lock: ctx.lock_kind(lock, backend) for g in self.guards for lock in g}
+        # For a queue hop: what the transaction that makes later requests queue holds.
+        self.witness = {
+            i: _singleton_guards(ctx, e.queued_by) for i, e in enumerate(reps) if e.queued_by
+        }
+        self.kinds = {
+            lock: ctx.lock_kind(lock, backend)
+            for g in (*self.guards, *self.witness.values())
+            for lock in g
+        }
         by_src: dict[str, list[int]] = {}
         for i, e in enumerate(reps):
             by_src.setdefault(e.src, []).append(i)
         # The held modes each request can wait for, per (lock, wanted mode, modes held already).
         allowed: dict[tuple[object, ...], frozenset[str]] = {}
         self.succ: dict[int, list[int]] = {}
+        queues: dict[str, list[int]] = {}
+        for i, e in enumerate(reps):
+            if e.queued is not None:
+                queues.setdefault(e.dst, []).append(i)
         for i, e in enumerate(reps):
             if e.never_waits:
                 self.succ[i] = []
                 continue
+            if e.queued is not None:
+                # First in the row's queue: it waits for the holders whose mode conflicts
+                # with its request and coexists with the mode that makes later ones queue.
+                self.succ[i] = [
+                    j
+                    for j in by_src.get(e.dst, ())
+                    if reps[j].queued is None
+                    and conflicts("row", e.wanted_mode, reps[j].held_mode)
+                    and not conflicts("row", reps[j].held_mode, e.queued)
+                    and not self.gated(i, j)
+                    and not self._gated_with(self.witness[i], j)
+                ]
+                continue
+            behind = [
+                j
+                for j in queues.get(e.dst, ())
+                if not e.upgrade_from  # an upgrade of a row already held skips the queue
+                and conflicts("row", e.wanted_mode, reps[j].wanted_mode)
+                and conflicts("row", e.wanted_mode, str(reps[j].queued))
+                and not self.gated(i, j)
+                and not self._gated_with(self.witness[j], i)
+            ]
             key = (e.dst, e.wanted_mode, e.upgrade_from)
             modes = allowed.get(key)
             if modes is None:
@@ -159,9 +265,16 @@ class _Search:
             self.succ[i] = [
                 j
                 for j in by_src.get(e.dst, ())
-                if reps[j].held_mode in modes and not self.gated(i, j)
-            ]
+                if reps[j].queued is None and reps[j].held_mode in modes and not self.gated(i, j)
+            ] + behind
         self._claims: dict[int, frozenset[tuple[str, str]]] = {}
+
+    def _gated_with(self, guards: dict[str, str], j: int) -> bool:
+        gj = self.guards[j]
+        return any(
+            lock in gj and conflicts(self.kinds[lock], mode, gj[lock])
+            for lock, mode in guards.items()
+        )
 
     def gated(self, i: int, j: int) -> bool:
         """Do hops i and j hold a common singleton in conflicting modes (a gate)?"""

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any, NamedTuple
 
 from lockdocs import model as m
@@ -104,6 +105,10 @@ class _State(NamedTuple):
     branch: tuple[str, ...]
     open: bool
     wrote: bool
+    # A loop before this point ran zero times here. Its writes are not events: a write after a
+    # loop that found nothing to do is taken to write nothing (the state where the loop ran
+    # reports every write that lacks a lock anyway).
+    skipped: bool = False
 
 
 class _LoopFrame(NamedTuple):
@@ -120,6 +125,10 @@ class _Frame:
     iteration: tuple[str, ...] = ()  # per enclosing loop: "2" now, "1" an earlier iteration
     through: tuple[str, ...] = ()
     sites: tuple[str, ...] = ()  # where each run: step of the chain stands, to tell two runs apart
+
+    @cached_property
+    def loop_ids(self) -> tuple[str, ...]:
+        return tuple(lf.id for lf in self.loops)
 
 
 @dataclass(frozen=True)
@@ -200,9 +209,9 @@ class Flattener:
     _seen: set[Event] = field(default_factory=set)
     units: int = 0
     _path_start: int = 0
+    _limit: int = 0
     _summaries: dict[str, _Summary] = field(default_factory=dict)
     _elements: dict[int, str | None] = field(default_factory=dict)
-    _releases: dict[int, bool] = field(default_factory=dict)
     _innermost: dict[int, bool] = field(default_factory=dict)
 
     def lock_kind(self, lock_id: str) -> str:
@@ -220,13 +229,14 @@ class Flattener:
 
     def _spend(self, n: int) -> None:
         self.units += n
-        budget = self.model.limits.path_work
-        if self.units - self._path_start > budget or self.units > TOTAL_FACTOR * budget:
+        if self.units > self._limit:
             raise _Stop
 
     def emit(self, ev: Event) -> None:
         if ev not in self._seen:
-            self._spend(1 + len(ev.held))
+            self.units += 1 + len(ev.held)
+            if self.units > self._limit:
+                raise _Stop
             self._seen.add(ev)
             self.events.append(ev)
 
@@ -248,7 +258,7 @@ class Flattener:
         self, path: m.Path, st: _State, kind: str | None, loc: Location, frame: _Frame, number: int
     ) -> list[_State]:
         held = tuple(h for h in st.held if self.lock_scope(h.lock) == "session")
-        st = _State(held, number, kind, st.branch, True, False)
+        st = _State(held, number, kind, st.branch, True, False, st.skipped)
         self.emit(
             Event(
                 "begin",
@@ -309,41 +319,27 @@ class Flattener:
         else:
             targets = [self._instance(step, frame)]
         out: list[_State] = []
+        mode = self._mode(step)
+        loops = frame.loops
+        order = step.order or (loops[-1].order if loops else None)
         for instance, run in targets:
+            # (positional: a take is the hottest path of the analysis)
             ev = Event(
-                "acquire",
-                path.id,
-                step.location,
-                st.held,
-                st.transaction,
-                st.txkind,
-                st.branch,
-                lock=lock_id,
-                mode=self._mode(step),
-                instance=instance,
-                run=run,
-                repeated=bool(frame.loops),
-                loops=tuple(lf.id for lf in frame.loops),
-                order=step.order or (frame.loops[-1].order if frame.loops else None),
-                via=step.via,
-                through=frame.through,
-                option=step.option,
-                implicit=step.implicit,
-                changes_key=step.changes_key,
-                note=step.note,
-            )
-            if not any(h.lock == lock_id and h.instance == instance for h in st.held):
+                "acquire", path.id, step.location, st.held, st.transaction, st.txkind,
+                st.branch, lock_id, mode, instance, run, bool(loops), order, step.via,
+                frame.through, step.option, step.implicit, step.changes_key, "", step.note,
+                False, (), frame.loop_ids,
+            )  # fmt: skip
+            for h in st.held:
+                if h.lock == lock_id and h.instance == instance:
+                    break
+            else:
                 # The common case: a first acquisition of an instance not held at all.
                 self.emit(ev)
                 held = Held(
-                    lock_id,
-                    ev.mode,
-                    instance,
-                    run,
-                    step.location.line,
-                    step.option == "skip locked",
+                    lock_id, mode, instance, run, step.location.line, step.option == "skip locked"
                 )
-                out.append(st._replace(held=(*st.held, held)))
+                out.append(_State((*st.held, held), *st[1:]))
                 continue
             out.extend(self._take_instance(st, ev, step))
         return out
@@ -551,54 +547,42 @@ class Flattener:
             self._innermost[key] = found
         return self._innermost[key]
 
-    def may_release(self, loop: m.Loop) -> bool:
-        """Can the body end a transaction or release a lock (through run:, anywhere in it)?"""
-        key = id(loop)
-        if key not in self._releases:
-            found = False
-            stack: list[tuple[m.Step, ...]] = [loop.steps]
-            seen: set[str] = set()
-            while stack and not found:
-                for step in stack.pop():
-                    if isinstance(step, (m.Begin, m.Release)) or (
-                        isinstance(step, m.End) and step.how != "leave_open"
-                    ):
-                        found = True
-                        break
-                    if isinstance(step, m.Loop):
-                        stack.append(step.steps)
-                    elif isinstance(step, m.Branches):
-                        stack.extend(alt for _, alt in step.alternatives)
-                    elif isinstance(step, m.Run) and step.path not in seen:
-                        seen.add(step.path)
-                        stack.append(self.model.paths[step.path].steps)
-            self._releases[key] = found
-        return self._releases[key]
-
-    def after_loop(self, before: list[_State], out: list[_State], releases: bool) -> list[_State]:
-        """The states after a loop, which may have run zero times. When the body can release
-        nothing, every state after it holds at least what it held before, so only the gates
-        need care: a singleton the body took is held only maybe. Otherwise the states from
-        before the loop go on as they are, beside the ones after it."""
-        if releases:
-            return [*before, *out]
-        certain: set[tuple[str, str, str]] | None = None
+    def _zero_or_more(self, before: list[_State], after: list[_State]) -> list[_State]:
+        """The states after a loop that may have run zero times. A state from before the loop
+        is folded into one after it that holds all it held plus only instances of locks with
+        instances (which never gate): those become maybe holds, which is the same as keeping
+        both (a maybe hold makes its edges, and a later take of it is both a first acquisition
+        and a re-take). Otherwise it goes on beside them, marked as skipped."""
+        out = list(after)
+        keep: list[_State] = []
         for st in before:
-            keys = {(h.lock, h.instance, h.mode) for h in st.held if not h.maybe}
-            certain = keys if certain is None else certain & keys
-        certain = certain or set()
-        marked: list[_State] = []
-        for st in out:
-            held = tuple(
-                h._replace(maybe=True)
-                if not h.maybe
-                and self.model.locks[h.lock].singleton
-                and (h.lock, h.instance, h.mode) not in certain
-                else h
-                for h in st.held
-            )
-            marked.append(st._replace(held=held))
-        return marked
+            mine = {(h.lock, h.instance, h.mode) for h in st.held}
+            certain = {(h.lock, h.instance, h.mode) for h in st.held if not h.maybe}
+            for n, o in enumerate(out):
+                if (o.transaction, o.txkind, o.branch, o.open) != (
+                    st.transaction,
+                    st.txkind,
+                    st.branch,
+                    st.open,
+                ):
+                    continue
+                theirs = {(h.lock, h.instance, h.mode): h for h in o.held}
+                if not mine <= theirs.keys():
+                    continue
+                extra = [h for k, h in theirs.items() if k not in mine]
+                if any(self.model.locks[h.lock].singleton and not h.maybe for h in extra):
+                    continue
+                if any(theirs[k].maybe for k in certain):
+                    continue
+                held = tuple(
+                    h._replace(maybe=True) if (h.lock, h.instance, h.mode) not in mine else h
+                    for h in o.held
+                )
+                out[n] = o._replace(held=held, wrote=o.wrote or st.wrote)
+                break
+            else:
+                keep.append(st._replace(skipped=True))
+        return [*keep, *out]
 
     def earlier_iterations(self, loop: m.Loop, inner: _Frame) -> tuple[tuple[Held, bool], ...]:
         """What earlier iterations of `loop` may still hold, as maybe holds named for an
@@ -641,6 +625,22 @@ class Flattener:
             tag = item[0]
             if tag == "seq":
                 _, seq, i, frame = item
+                # Steps that do not nest run here, one after another.
+                while i < len(seq) and not isinstance(seq[i], _NESTING):
+                    step = seq[i]
+                    i += 1
+                    if self._skip(step):
+                        continue
+                    self._spend(len(cur))
+                    if len(cur) == 1:
+                        cur = self.step(path, step, cur[0], frame)
+                        if len(cur) > 1:
+                            cur = _bound(_dedupe(cur))
+                        continue
+                    nxt: list[_State] = []
+                    for st in cur:
+                        nxt.extend(self.step(path, step, st, frame))
+                    cur = _bound(_dedupe(nxt))
                 if i >= len(seq):
                     continue
                 stack.append(("seq", seq, i + 1, frame))
@@ -652,7 +652,7 @@ class Flattener:
                     loop_id = f"{path.id}@{site}{step.location.line}"
                     looped = (*frame.loops, _LoopFrame(loop_id, step.order, self.element(step)))
                     second = replace(frame, loops=looped, iteration=(*frame.iteration, "2"))
-                    stack.append(("join", cur, self.may_release(step)))
+                    stack.append(("join", cur))
                     if self.innermost(step):
                         # A loop with no loop inside is walked twice, exactly: the second
                         # iteration starts from what the first one holds.
@@ -681,14 +681,8 @@ class Flattener:
                         sites=(*frame.sites, f"{step.location.file}:{step.location.line}"),
                     )
                     stack.append(("seq", callee.steps, 0, inner))
-                else:
-                    self._spend(len(cur))
-                    nxt: list[_State] = []
-                    for st in cur:
-                        nxt.extend(self.step(path, step, st, frame))
-                    cur = _bound(_dedupe(nxt))
-            elif tag == "join":
-                cur = _bound(_dedupe(self.after_loop(item[1], cur, item[2])))
+            elif tag == "join":  # a loop may run zero times: the states before it go on too
+                cur = _bound(_dedupe(self._zero_or_more(item[1], cur)))
             elif tag == "alt":
                 cur = [st._replace(branch=(*st.branch, item[2])) for st in item[1]]
             elif tag == "alt_end":
@@ -714,7 +708,8 @@ class Flattener:
             self.emit(common._replace(kind="external", name=step.name, note=step.note))
             return [st]
         if isinstance(step, m.Write):
-            self.emit(common._replace(kind="write", name=step.what, via=step.via))
+            if not st.skipped:
+                self.emit(common._replace(kind="write", name=step.what, via=step.via))
             return [st._replace(wrote=True)]
         if isinstance(step, m.Call):
             return [st]
@@ -733,12 +728,17 @@ class Flattener:
 
     def path(self, path: m.Path) -> None:
         self._path_start = self.units
+        budget = self.model.limits.path_work
+        self._limit = min(self.units + budget, TOTAL_FACTOR * budget)
         start = _State((), 0, None, (), False, False)
         if path.transaction:
             states = self.begin(path, start, path.transaction, path.location, _Frame(), 1)
         else:
             states = [start._replace(transaction=1, open=True)]
         self.walk(path, path.steps, states)
+
+
+_NESTING = (m.Loop, m.Branches, m.Run)
 
 
 def can_wait(kind: str, held_modes: tuple[str, ...], mode: str) -> bool:
@@ -822,7 +822,13 @@ def _bound(states: list[_State]) -> list[_State]:
                 key = (h.lock, h.instance, h.mode, h.run)
                 if key not in held:
                     held[key] = h._replace(maybe=key not in certain)
-        out.append(group[0]._replace(held=tuple(held.values()), wrote=any(s.wrote for s in group)))
+        out.append(
+            group[0]._replace(
+                held=tuple(held.values()),
+                wrote=any(s.wrote for s in group),
+                skipped=all(s.skipped for s in group),
+            )
+        )
     return out
 
 

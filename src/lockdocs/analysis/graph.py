@@ -48,6 +48,12 @@ class Edge(NamedTuple):
 
     # src was taken in an earlier iteration of a loop that takes dst now
     across_iterations: bool = False
+    # A row's wait queue (see analysis/cycles.py): this transaction waits for dst (a row) in
+    # wanted_mode, holding the tuple's lock, first in the queue; a later request for the row
+    # must wait behind it because another transaction holds the row in this mode.
+    queued: str | None = None
+    # ... and the transaction that holds it so (a witness: its path and what it holds then)
+    queued_by: Edge | None = None
 
     def sort_key(self) -> tuple[str, int, int, str, str]:
         return (self.location.file, self.location.line, self.location.column, self.src, self.dst)
@@ -58,6 +64,7 @@ class LockGraph:
     nodes: list[str]
     edges: list[Edge]
     by_pair: dict[tuple[str, str], list[Edge]] = field(default_factory=dict)
+    backend: str | None = None
 
     def successors(self) -> dict[str, list[str]]:
         out: dict[str, list[str]] = defaultdict(list)
@@ -85,6 +92,7 @@ def _edges_of(ev: Event, ctx: Context, backend: str | None) -> list[Edge]:
     out: list[Edge] = []
     lock = ctx.model.locks[ev.lock]
     upgrade_from = ev.upgrade_from if ev.kind == "upgrade" else ()
+    never_waits = ev.option in ("nowait", "skip locked")
     for h in ev.held:
         if h.lock == ev.lock and (h.instance == ev.instance or lock.singleton):
             continue
@@ -101,30 +109,15 @@ def _edges_of(ev: Event, ctx: Context, backend: str | None) -> list[Edge]:
                 and ev.order == lock.instance_order
             )
         )
+        # (positional: there is one edge per held lock per take)
         out.append(
             Edge(
-                src=h.lock,
-                dst=ev.lock,
-                path=ev.path,
-                location=ev.location,
-                held_mode=h.mode,
-                wanted_mode=ev.mode,
-                guards=ev.held,
-                ordered=ordered,
-                order=ev.order if h.lock == ev.lock else None,
-                backend=backend,
-                transaction=ev.transaction,
-                txkind=ev.txkind,
-                through=ev.through,
-                held_at=h.acquired_at,
-                upgrade_from=upgrade_from,
-                never_waits=ev.option in ("nowait", "skip locked"),
-                held_maybe=h.maybe,
-                held_instance=h.instance,
-                wanted_instance=ev.instance,
-                across_iterations=_earlier_iteration(h.instance, ev.loops),
+                h.lock, ev.lock, ev.path, ev.location, h.mode, ev.mode, ev.held, ordered,
+                ev.order if h.lock == ev.lock else None, backend, ev.transaction, ev.txkind,
+                ev.through, h.acquired_at, upgrade_from, never_waits, h.maybe, h.instance,
+                ev.instance, bool(ev.loops) and _earlier_iteration(h.instance, ev.loops),
             )
-        )
+        )  # fmt: skip
     return out
 
 
@@ -137,7 +130,9 @@ def build_graph(ctx: Context, backend: str | None = None) -> LockGraph:
     by_pair: dict[tuple[str, str], list[Edge]] = defaultdict(list)
     for e in edges:
         by_pair[(e.src, e.dst)].append(e)
-    return LockGraph(nodes=list(ctx.model.locks), edges=edges, by_pair=dict(by_pair))
+    return LockGraph(
+        nodes=list(ctx.model.locks), edges=edges, by_pair=dict(by_pair), backend=backend
+    )
 
 
 def strongly_connected(nodes: list[T], succ: Mapping[T, list[T]]) -> list[list[T]]:

@@ -100,9 +100,23 @@ def _across_iterations(cycle: Cycle) -> str:
     return ""
 
 
+def _queue(cycle: Cycle) -> str:
+    """A request that waits behind another in a row's queue: taking the row before the lock
+    the waiting request holds removes the wait (reordering the queue's own waiter would not)."""
+    for i, e in enumerate(cycle.edges):
+        if e.queued:
+            before = cycle.edges[i - 1]
+            return (
+                f"make '{before.path}' take {e.dst} before {before.src}: its request for "
+                f"{e.dst} can queue behind '{e.path}' even where it conflicts with no lock held "
+                "on the cycle"
+            )
+    return ""
+
+
 def cycle_hint(ctx: Context, cycle: Cycle) -> str:
     """The hint of an LD201 finding."""
-    first = _across_iterations(cycle)
+    first = _queue(cycle) or _across_iterations(cycle)
     parts = [
         p for p in (first, _no_key_update(ctx, cycle), "" if first else _reorder(ctx, cycle)) if p
     ]

@@ -37,39 +37,64 @@ def _where(e: Edge) -> str:
 
 def labels(ctx: Context, locks: tuple[str, ...], edges: tuple[Edge, ...]) -> list[str]:
     """How to name each lock of a cycle: a lock with instances met more than once on it is
-    several rows (or keys), told apart as `a #1`, `a #2` (an upgrade hop stays on its one)."""
+    several rows (or keys), told apart as `a #1`, `a #2`. An upgrade, or a wait first in a
+    row's queue, wants the very instance it stands on, so the next position keeps its name."""
     k = len(locks)
-    out = list(locks)
     repeated = {lk for lk in locks if locks.count(lk) > 1 and not ctx.model.locks[lk].singleton}
+    out = list(locks)
     counter: dict[str, int] = {}
     for i in range(k):
         lk = locks[i]
         if lk not in repeated:
             continue
-        prev = edges[i - 1]  # wants locks[i]: an upgrade wants the instance it holds
-        if prev.src == lk and prev.upgrade_from and i > 0 and out[i - 1].startswith(lk + " #"):
+        prev = edges[i - 1]
+        if i > 0 and prev.src == lk and (prev.upgrade_from or prev.queued):
             out[i] = out[i - 1]
             continue
         counter[lk] = counter.get(lk, 0) + 1
         out[i] = f"{lk} #{counter[lk]}"
+    if k > 1 and edges[-1].src == locks[0] and (edges[-1].upgrade_from or edges[-1].queued):
+        out[0] = out[-1]
     return out
 
 
 def interleaving(locks: tuple[str, ...], edges: tuple[Edge, ...]) -> list[str]:
-    """A column per transaction, one row per event, ending in the deadlock."""
+    """A column per transaction, one row per event, ending in the deadlock. A transaction that
+    waits first in a row's queue waits from the start; the one whose hold makes the next
+    request queue gets a column of its own after the cycle's."""
     k = len(edges)
     heads = [f"T{i + 1} ({e.path})" for i, e in enumerate(edges)]
+    extra = {i: len(heads) + n for n, i in enumerate(i for i, e in enumerate(edges) if e.queued)}
+    for i in extra:
+        by = edges[i].queued_by
+        heads.append(f"T{extra[i] + 1} ({by.path if by else '?'})")
+    width_n = len(heads)
     rows: list[list[str]] = []
     for i, e in enumerate(edges):
-        row = [""] * k
-        row[i] = f"takes {locks[i]} ({e.held_mode})"
+        row = [""] * width_n
+        if e.queued:
+            hold = [""] * width_n
+            hold[extra[i]] = f"takes {locks[i]} ({e.queued})"
+            rows.append(hold)
+            nxt = (i + 1) % k
+            row[i] = f"wants {locks[i]} ({e.wanted_mode}), waits for T{nxt + 1}, first in the queue"
+        else:
+            row[i] = f"takes {locks[i]} ({e.held_mode})"
         rows.append(row)
-    for i, e in enumerate(edges):
-        row = [""] * k
+    order = [i for i in range(k) if not edges[i].queued]
+    for n, i in enumerate(order):
+        e = edges[i]
+        row = [""] * width_n
         nxt = (i + 1) % k
-        last = i == k - 1
         row[i] = f"wants {locks[nxt]} ({e.wanted_mode})"
-        row[i] += ": deadlock" if last else f", waits for T{nxt + 1}"
+        if edges[nxt].queued:
+            row[i] += f", queues behind T{nxt + 1}"
+        if n == len(order) - 1:
+            row[i] += ": deadlock"
+        elif edges[nxt].queued:
+            pass
+        else:
+            row[i] += f", waits for T{nxt + 1}"
         rows.append(row)
     width = max(len(c) for r in [heads, *rows] for c in r) + 2
     lines = ["".join(h.ljust(width) for h in heads).rstrip()]
@@ -127,6 +152,15 @@ def check_cycles(ctx: Context) -> Iterable[Diagnostic]:
             names = labels(ctx, cycle.locks, cycle.edges)
             details = ["The waits, hop by hop:"]
             for i, e in enumerate(cycle.edges):
+                if e.queued and e.queued_by:
+                    by = e.queued_by
+                    details.append(
+                        f"  {i + 1}. {e.path} at {_where(e)}: waits for {names[i]} "
+                        f"({e.wanted_mode}) first in the row's queue, holding its tuple lock; "
+                        f"while {by.path} (at {_where(by)}) holds {names[i]} ({e.queued}), the "
+                        f"previous request must wait too and queues behind it"
+                    )
+                    continue
                 taken = f", taken at line {e.held_at}" if e.held_at else ""
                 earlier = " in an earlier iteration" if e.across_iterations else ""
                 details.append(
@@ -143,7 +177,10 @@ def check_cycles(ctx: Context) -> Iterable[Diagnostic]:
                 "LD201",
                 Severity.ERROR,
                 f"lock-order cycle{on}: "
-                + " -> ".join((*names, names[0]))
+                + " -> ".join(
+                    f"{n} (queue)" if e.queued else n
+                    for n, e in zip((*names, names[0]), (*cycle.edges, cycle.edges[0]), strict=True)
+                )
                 + " (paths "
                 + ", ".join(paths)
                 + ")",
