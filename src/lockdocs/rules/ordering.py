@@ -65,9 +65,9 @@ def interleaving(locks: tuple[str, ...], edges: tuple[Edge, ...]) -> list[str]:
     k = len(edges)
     heads = [f"T{i + 1} ({e.path})" for i, e in enumerate(edges)]
     extra = {i: len(heads) + n for n, i in enumerate(i for i, e in enumerate(edges) if e.queued)}
-    for i in extra:
+    for i, column in extra.items():
         by = edges[i].queued_by
-        heads.append(f"T{extra[i] + 1} ({by.path if by else '?'})")
+        heads.append(f"T{column + 1} ({by.path if by else '?'})")
     width_n = len(heads)
     rows: list[list[str]] = []
     for i, e in enumerate(edges):
