@@ -130,3 +130,48 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def random_deep(out: Path, seed: int, depth: int = 10, width: int = 12, chain: int = 40) -> None:
+    """A random project mixing the three shapes within their bounds: loops nested up to
+    `depth`, up to `width` branch steps in a row, a run: chain of up to `chain` paths, taking
+    a dozen locks of both kinds in random orders and modes (the fuzz run's generator)."""
+    import random
+
+    rng = random.Random(seed)
+    names = [f"a{i}" for i in range(6)] + [f"w{i}" for i in range(6)]
+    locks = "".join(_advisory(n) for n in names[:6]) + "".join(_row(n) for n in names[6:])
+
+    def take(indent: str) -> str:
+        lock = rng.choice(names)
+        mode = "exclusive" if lock.startswith("a") else "for update"
+        return f"{indent}- take: {lock}\n{indent}  mode: {mode}\n"
+
+    def body(level: int, indent: str, budget: list[int]) -> str:
+        text = ""
+        for _ in range(rng.randint(1, 3)):
+            budget[0] -= 1
+            r = rng.random()
+            if r < 0.35 and level < depth and budget[0] > 0:
+                order = rng.choice(["ascending id", "arbitrary"])
+                text += (
+                    f"{indent}- loop: level {level}\n{indent}  order: {order}\n{indent}  steps:\n"
+                )
+                text += body(level + 1, indent + "    ", budget)
+            elif r < 0.55 and budget[0] > 0:
+                text += f"{indent}- branches:\n"
+                for alt in ("left", "right"):
+                    text += f"{indent}    {alt}:\n" + body(level + 1, indent + "      ", budget)
+            else:
+                text += take(indent)
+        return text
+
+    paths = ""
+    links = rng.randint(1, chain)
+    for i in range(links):
+        steps = body(0, "      ", [width])
+        if i + 1 < links:
+            steps += f"      - run: c{i + 1}\n"
+        standalone = "    standalone: false\n" if i > 0 and rng.random() < 0.7 else ""
+        paths += f"  c{i}:\n    title: C{i}\n{standalone}    steps:\n{steps}"
+    _write(out, locks, paths)

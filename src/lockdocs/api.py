@@ -61,6 +61,12 @@ def analyse_all(
     ctx = Context(model, blame=blame)
     overrides, diags = severity_overrides(Path(model.root), model.checks)
     found: list[Diagnostic] = []
+    if ctx.refused:
+        # A path too large to analyse: the analysis stopped (LD209, bad input); the other
+        # checks would only read a part of the paths, and at the cost the limit guards against.
+        check = registry["LD209"].check
+        assert check is not None
+        return sort_diagnostics(diags + list(check(ctx))), None
     for info in registry.values():
         if info.check is None or overrides.get(info.code) == "off":
             continue

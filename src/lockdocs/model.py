@@ -388,7 +388,7 @@ class CodeGlob:
 class Limits:
     """Bounds on the analysis's work (locks.yaml `limits:`)."""
 
-    path_work: int = 2_000_000
+    path_work: int = 250_000
     cycle_search: int = 200_000
 
 

@@ -866,15 +866,28 @@ class _Resolver:
     def _run_cycles(self, paths: dict[str, m.Path]) -> None:
         """A path that runs itself, directly or not, would inline forever."""
         calls: dict[str, list[m.Run]] = {pid: list(_runs(p.steps)) for pid, p in paths.items()}
-        state: dict[str, int] = {}
-
-        def visit(pid: str, stack: list[str]) -> None:
-            state[pid] = 1
-            for r in calls.get(pid, []):
+        state: dict[str, int] = {}  # 1: on the current chain, 2: done
+        # An explicit stack (a run: chain of thousands of paths has no recursion limit): each
+        # frame is a path and how many of its run: steps were followed.
+        for root in sorted(paths):
+            if root in state:
+                continue
+            state[root] = 1
+            stack: list[tuple[str, int]] = [(root, 0)]
+            while stack:
+                pid, i = stack[-1]
+                runs = calls.get(pid, [])
+                if i >= len(runs):
+                    stack.pop()
+                    state[pid] = 2
+                    continue
+                stack[-1] = (pid, i + 1)
+                r = runs[i]
                 if r.path not in paths:
                     continue
                 if state.get(r.path) == 1:
-                    cycle = [*stack[stack.index(r.path) :], r.path] if r.path in stack else [pid]
+                    chain = [p for p, _ in stack]
+                    cycle = [*chain[chain.index(r.path) :], r.path] if r.path in chain else [pid]
                     self.err(
                         "LD010",
                         r.location,
@@ -882,12 +895,8 @@ class _Resolver:
                         "a path can run another only if that one does not run it back",
                     )
                 elif r.path not in state:
-                    visit(r.path, [*stack, r.path])
-            state[pid] = 2
-
-        for pid in sorted(paths):
-            if pid not in state:
-                visit(pid, [pid])
+                    state[r.path] = 1
+                    stack.append((r.path, 0))
 
     # -- rules and exceptions --------------------------------------------------------------------
 

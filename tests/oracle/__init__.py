@@ -1,9 +1,11 @@
 """An independent oracle for lockdocs' lock-order analysis.
 
-`spec` is a tiny spec language of its own, `explore` runs 2-3 transactions of those paths through
-every interleaving and reports real deadlocks, `render` writes the same spec as lockdocs YAML,
-`compare` runs lockdocs on it and matches its LD201/LD202/LD203 findings with the deadlocks.
-Nothing here imports lockdocs' analysis; the conflict tables are copied from the reference page.
+`spec` is a tiny spec language of its own, `explore` runs 2-4 transactions of those paths through
+every interleaving (with PostgreSQL's row wait queue) and reports real deadlocks, `render` writes
+the same spec as lockdocs YAML, `compare` runs lockdocs on it and matches its LD201/LD202/LD203
+findings with the deadlocks (and their named paths). Nothing here imports lockdocs' analysis; the
+conflict tables are copied from the reference page and the documentation, and checked against a
+live server by tests/test_pg_oracle.py.
 """
 
 from .explore import Deadlock, Hop, Options, Result, explore

@@ -35,10 +35,10 @@ False positives (lockdocs reports, no interleaving deadlocks), counted by kind:
   re-taken in the loop, gates what follows. Found first as the gate check keeping one mode per
   lock (fixed since: FIXED_FP); the few left are not analysed further.
 - `instances-shadowed-by-an-earlier-class`: LD202 (or an LD201 cycle) on a class whose every
-  loop iteration first takes its own instance of another class (lock coupling per element):
-  whoever wants instance x of it must hold instance x of the earlier class, so two transactions
-  always meet (and deadlock) on the earlier class, never on this one. Harmless: the earlier
-  class is reported too, and fixing its order fixes both.
+  loop iteration first takes its own instance of another class (lock coupling per element).
+  Since issue 17 the oracle draws the other class's instance per iteration (two elements may
+  share one), so these are real deadlocks now; the kind stays for specs where the loop's
+  element class itself is the earlier one.
 - `upgrade-edge-of-an-exclusively-held-instance`: an LD201 hop that is an upgrade of an
   instance of a class with instances (FOR NO KEY UPDATE, then FOR UPDATE of the same row). The
   upgrade can only wait for another transaction holding *that* row, in a mode compatible with

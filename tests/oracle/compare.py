@@ -6,7 +6,9 @@ A deadlock is *explained* by a finding when the finding is about that deadlock's
   another;
 - LD201 on a set of classes that is a subset of the cycle's classes (lockdocs reports minimal
   cycles: a smaller one explains the bigger ones).
-A finding is *confirmed* when it explains at least one deadlock the oracle found.
+A finding is *confirmed* when it explains at least one deadlock the oracle found, and it *names
+the paths that deadlock* when, among the deadlocks it explains, one runs exactly the paths the
+finding names on its cycle (a finding on the right locks but the wrong paths misleads).
 """
 
 from __future__ import annotations
@@ -80,6 +82,7 @@ class Comparison:
     missed: list[Deadlock]  # false negatives: no finding is even about their locks
     other_code: list[Deadlock]  # reported, but under a code that does not name the shape
     unconfirmed: list[Finding]  # false positives: no deadlock confirms them
+    wrong_paths: list[Finding]  # confirmed, but no deadlock they explain is of their paths
 
     @property
     def spec_false_negative(self) -> bool:
@@ -94,4 +97,10 @@ def compare(deadlocks: list[Deadlock], findings: list[Finding]) -> Comparison:
     missed = [d for d in deadlocks if not any(explains(f, d, strict=False) for f in findings)]
     other = [d for d in deadlocks if d not in missed and not any(explains(f, d) for f in findings)]
     unconfirmed = [f for f in findings if not any(explains(f, d, strict=False) for d in deadlocks)]
-    return Comparison(deadlocks, findings, missed, other, unconfirmed)
+    wrong = [
+        f
+        for f in findings
+        if f not in unconfirmed
+        and not any(explains(f, d, strict=False) and d.paths == set(f.paths) for d in deadlocks)
+    ]
+    return Comparison(deadlocks, findings, missed, other, unconfirmed, wrong)

@@ -1,5 +1,7 @@
 """Conflict tables, copied by hand from shared/reference/postgres-lock-semantics.md (§1.1 for
-row locks, §2.2 for advisory locks), not imported from lockdocs, so the oracle stays independent.
+row locks, §2.2 for advisory locks) and from the PostgreSQL 15 documentation's Table 13.2
+(Conflicting Lock Modes, for table locks), not imported from lockdocs, so the oracle stays
+independent. tests/test_pg_oracle.py checks every cell against a live server.
 
 `waits(kind, requested, held)`: does a request in `requested` mode wait while *another*
 transaction holds `held` on the same lock? A transaction never conflicts with itself.
@@ -24,9 +26,27 @@ _SHARED_EXCLUSIVE_MATRIX = {
 }
 
 
+# Table 13.2, row by row: the requested mode, then an X per held mode it conflicts with, in the
+# order ACCESS SHARE, ROW SHARE, ROW EXCL., SHARE UPDATE EXCL., SHARE, SHARE ROW EXCL., EXCL.,
+# ACCESS EXCL.
+_TABLE_ROWS = {
+    "access share":           ".......X",
+    "row share":              "......XX",
+    "row exclusive":          "....XXXX",
+    "share update exclusive": "...XXXXX",
+    "share":                  "..XX.XXX",
+    "share row exclusive":    "..XXXXXX",
+    "exclusive":              ".XXXXXXX",
+    "access exclusive":       "XXXXXXXX",
+}  # fmt: skip
+_TABLE_COLUMNS = tuple(_TABLE_ROWS)
+
+
 def waits(kind: str, requested: str, held: str) -> bool:
     if kind == "row":
         return _ROW_MATRIX[requested][_ROW_COLUMNS.index(held)]
+    if kind == "table":
+        return _TABLE_ROWS[requested][_TABLE_COLUMNS.index(held)] == "X"
     return _SHARED_EXCLUSIVE_MATRIX[requested][held]
 
 

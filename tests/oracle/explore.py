@@ -1,19 +1,39 @@
-"""The oracle: run 2 or 3 transactions concurrently, through every interleaving, and find the
+"""The oracle: run 2, 3 (or 4) transactions concurrently, through every interleaving, and find the
 states where they wait on each other for ever.
 
 Each transaction runs one standalone path (the same path may run twice) with concrete instance
 bindings. A path is compiled to a small program; the per-transaction state is its program
-counter, instance bindings (named instances 'a'/'b', the loop stack) and the locks it holds.
+counter, instance bindings (named instances 'a'/'b' and the transaction's one instance per
+class, the loop stack with each iteration's element and its choice of the other classes'
+instances) and the locks it holds.
 
-A request waits while another transaction holds the same concrete lock (class + instance) in a
-conflicting mode (conflicts.py); a transaction never conflicts with itself, and a lock it already
-holds in the same mode is granted at once. A deadlock is a state where no transaction can move,
-not all have finished, and the waits-for graph has a cycle (it always has one then).
+How a request waits, as PostgreSQL 15 does it (shared/reference/postgres-lock-semantics.md and
+the server's own descriptions, src/backend/access/heap/README.tuplock and
+src/backend/storage/lmgr/README; tests/test_pg_oracle.py replays the shapes on a live server):
+
+- a request waits while another transaction holds the same concrete lock (class + instance) in
+  a conflicting mode (conflicts.py); a transaction never conflicts with itself, and holds every
+  mode it was granted (a table held SHARE and ROW EXCLUSIVE is both);
+- a row: a request that conflicts with no holder is granted at once, even with others waiting
+  (it never touches the tuple lock: README.tuplock). One that conflicts with a holder first takes
+  the tuple's heavyweight lock, in a strength that conflicts as the row modes do, so it waits
+  for another waiter that holds the tuple lock in a conflicting strength; once it holds the
+  tuple lock it waits for the conflicting holders. A transaction that already holds a weaker
+  lock of the row skips the tuple lock (its upgrade waits for the holders only);
+- heavyweight locks (advisory, table): a request waits for conflicting holders only. Postgres
+  also queues a request behind earlier conflicting waiters, but those are "soft" waits the
+  deadlock detector resolves by reordering the queue whenever that breaks the cycle (lmgr
+  README, "soft edges"); a deadlock that remains is one of holders alone.
+
+A deadlock is a state where no transaction can move, not all have finished, and the waits-for
+graph has a cycle (it always has one then).
 
 The search is a DFS over global states with three standard reductions that keep every
 reachable deadlock (persistent sets of size one, and symmetry): (1) steps a transaction takes
-on its own (choosing a branch, an instance, a loop order, a re-entrant take, a commit) run before
-any interleaving, one transaction at a time: they commute with every other transaction's steps;
+on its own (choosing a branch, an instance, a loop order, a re-entrant take; a commit or its end
+only when it holds nothing) run before any interleaving, one transaction at a time: they commute
+with every other transaction's steps (a release does not: when it happens decides whether a
+later row request must queue);
 (2) so does granting a (lock, mode) that no other transaction of the configuration ever requests
 in a conflicting mode; (3) transactions that run the same path are interchangeable, so a state
 is stored with its transactions sorted. `Options(reduce=False)` turns them all off; a test
@@ -34,16 +54,20 @@ LABELS = ("a", "b")
 @dataclass(frozen=True)
 class Options:
     domain: tuple[int, ...] = (1, 2)  # the instances of every non-singleton class
-    loop_subsets: bool = True  # a loop visits any non-empty subset of the domain (else all of it)
+    loop_subsets: bool = True  # a loop visits any subset of the domain (else all of it)
     max_txns: int = 3
+    # Four transactions where a row's wait queue can make a deadlock of its own (it needs a
+    # fourth, a holder that makes a later request wait behind a waiter: see `_queue_shape`).
+    queue_txns: int = 4
     max_states: int = 400_000  # per configuration; hitting it marks the result incomplete
-    reduce: bool = True  # the two reductions below; False explores every interleaving as is
+    reduce: bool = True  # the reductions below; False explores every interleaving as is
 
 
 @dataclass(frozen=True)
 class Hop:
     """One transaction on a wait cycle: it holds `holds` (wanted by the previous transaction on
-    the cycle) and waits for `wants`, held by the next one."""
+    the cycle) and waits for `wants`, held by the next one. A transaction waiting for a row's
+    tuple lock that another waiter holds "holds" that tuple lock (mode `tuple lock`)."""
 
     path: str
     holds: tuple[str, int, str]  # lock class, instance (0: singleton), a mode it holds
@@ -51,7 +75,10 @@ class Hop:
 
     @property
     def kind(self) -> str:
-        """upgrade: the same concrete lock; instance: two instances of one class; cross."""
+        """upgrade: the same concrete lock; instance: two instances of one class; queue: the
+        next transaction waits behind this one; cross."""
+        if self.holds[2] == "tuple lock":
+            return "queue"
         if self.holds[:2] == self.wants[:2]:
             return "upgrade"
         if self.holds[0] == self.wants[0]:
@@ -68,6 +95,11 @@ class Deadlock:
     @property
     def classes(self) -> frozenset[str]:
         return frozenset(h.wants[0] for h in self.hops)
+
+    @property
+    def paths(self) -> frozenset[str]:
+        """The paths of the transactions on the cycle (not the ones only running beside it)."""
+        return frozenset(h.path for h in self.hops)
 
     @property
     def key(self) -> tuple[object, ...]:
@@ -127,13 +159,16 @@ class _Compiler:
                     ref = "single"
                 elif st.label is not None:
                     ref = st.label
+                elif st.again:
+                    ref = "again"
                 elif in_loop:
                     ref = "loop"
                 else:
                     ref = "default"
                 code.append(("acq", li, st.mode, ref, st.option or ""))
             elif isinstance(st, Loop):
-                code.append(("loop_start", st.order))
+                by = self.lock_index[st.by] if st.by is not None else -1
+                code.append(("loop_start", st.order, by))
                 nxt = len(code)
                 code.append(("loop_next", -1))  # patched below
                 self._steps(st.body, code, True, depth)
@@ -166,12 +201,16 @@ class _Compiler:
 # --- the search ---------------------------------------------------------------------------------
 
 # A transaction's state: (path index, pc, labels, loops, held, pending).
-#   labels: per lock class, the instance bound to 'a' and to 'b' (0: not bound yet)
-#   loops: stack of (remaining elements, current element)
+#   labels: per lock class, the instance bound to 'a', to 'b' and to the transaction's one
+#     instance (0: not bound yet)
+#   loops: stack of (remaining elements, current element, element class, per-class instance
+#     chosen in this iteration (0: not yet))
 #   held: sorted tuple of (lock index, instance, mode)
-#   pending: () or (lock index, instance, mode, option): a request ready to be granted
+#   pending: () or (lock index, instance, mode, option, phase): a request ready to be granted;
+#     for a row that had to sleep, phase 2: queued for the tuple lock behind the waiter that
+#     holds it; phase 1: holding the tuple lock, waiting for the holders
 # pc == -1: finished.
-Local = tuple[int, int, tuple[int, ...], tuple[tuple[tuple[int, ...], int], ...],
+Local = tuple[int, int, tuple[int, ...], tuple[tuple[object, ...], ...],
               tuple[tuple[int, int, str], ...], tuple[object, ...]]  # fmt: skip
 
 
@@ -185,7 +224,9 @@ class Explorer:
         self.kinds = [lk.kind for lk in spec.locks]
         self.keep = [lk.held_across_commit for lk in spec.locks]
         self.singleton = [lk.singleton for lk in spec.locks]
-        self.no_labels = (0,) * (2 * len(spec.locks))
+        self.nlocks = len(spec.locks)
+        self.no_labels = (0,) * (3 * self.nlocks)
+        self.no_choice = (0,) * self.nlocks
         # every (lock, mode) each path may request
         self.requests = [
             {(ins[1], ins[2]) for ins in code if ins[0] == "acq"} for code in self.code
@@ -194,7 +235,7 @@ class Explorer:
         dom = self.opt.domain
         if self.opt.loop_subsets:
             subsets = [
-                c for r in range(1, len(dom) + 1) for c in itertools.combinations(sorted(dom), r)
+                c for r in range(len(dom) + 1) for c in itertools.combinations(sorted(dom), r)
             ]
         else:
             subsets = [tuple(sorted(dom))]
@@ -212,26 +253,29 @@ class Explorer:
         op = ins[0]
         if op == "acq":
             _, li, mode, ref, option = ins
+            assert isinstance(li, int) and isinstance(mode, str) and isinstance(ref, str)
             out: list[Local] = []
-            for inst, lab in self._instances(li, ref, labels, loops, held):
+            for inst, lab, lps in self._instances(li, ref, labels, loops, held):
                 if (li, inst, mode) in held:  # re-entrant: granted at once
-                    out.append((pi, pc + 1, lab, loops, held, ()))
+                    out.append((pi, pc + 1, lab, lps, held, ()))
                 else:
-                    out.append((pi, pc, lab, loops, held, (li, inst, mode, option)))
+                    out.append((pi, pc, lab, lps, held, (li, inst, mode, option, 0)))
             return out
         if op == "loop_start":
+            _, order, by = ins
             return [
-                (pi, pc + 1, labels, (*loops, (elems, 0)), held, ())
-                for elems in self.loop_orders[ins[1]]
+                (pi, pc + 1, labels, (*loops, (elems, 0, by, self.no_choice)), held, ())
+                for elems in self.loop_orders[str(order)]
             ]
         if op == "loop_next":
-            remaining, _cur = loops[-1]
+            remaining, _cur, by, _choice = loops[-1]
+            assert isinstance(remaining, tuple)
             if remaining:
-                top = (remaining[1:], remaining[0])
+                top = (remaining[1:], remaining[0], by, self.no_choice)
                 return [(pi, pc + 1, labels, (*loops[:-1], top), held, ())]
-            return [(pi, ins[1], labels, loops[:-1], held, ())]
+            return [(pi, int(ins[1]), labels, loops[:-1], held, ())]
         if op == "jump":
-            return [(pi, ins[1], labels, loops, held, ())]
+            return [(pi, int(ins[1]), labels, loops, held, ())]
         if op == "branch":
             return [(pi, target, labels, loops, held, ()) for target in ins[1]]
         if op == "commit":
@@ -246,27 +290,58 @@ class Explorer:
         li: int,
         ref: str,
         labels: tuple[int, ...],
-        loops: tuple[tuple[tuple[int, ...], int], ...],
+        loops: tuple[tuple[object, ...], ...],
         held: tuple[tuple[int, int, str], ...],
-    ) -> list[tuple[int, tuple[int, ...]]]:
+    ) -> list[tuple[int, tuple[int, ...], tuple[tuple[object, ...], ...]]]:
+        """(instance, labels, loops) for each instance the take may mean."""
         if ref == "single":
-            return [(0, labels)]
+            return [(0, labels, loops)]
+        if ref == "again":
+            have = sorted({inst for (lk, inst, _m) in held if lk == li})
+            if have:
+                return [(d, labels, loops) for d in have]
+            ref = "default"
         if ref == "loop":
-            return [(loops[-1][1], labels)]
+            remaining, cur, by, choice = loops[-1]
+            if by == li:
+                return [(int(cur), labels, loops)]
+            assert isinstance(choice, tuple)
+            if choice[li]:
+                return [(choice[li], labels, loops)]
+            out = []
+            for d in self.opt.domain:
+                frame = (remaining, cur, by, (*choice[:li], d, *choice[li + 1 :]))
+                out.append((d, labels, (*loops[:-1], frame)))
+            return out
         if ref in LABELS:  # instances a and b of one class are distinct
-            k = 2 * li + LABELS.index(ref)
+            k = 3 * li + LABELS.index(ref)
             if labels[k]:
-                return [(labels[k], labels)]
-            other = labels[k ^ 1]
-            return [(d, (*labels[:k], d, *labels[k + 1 :])) for d in self.opt.domain if d != other]
-        # default: the instance already held (any of them), else any instance
-        have = sorted({inst for (lk, inst, _m) in held if lk == li})
-        return [(d, labels) for d in (have or self.opt.domain)]
+                return [(labels[k], labels, loops)]
+            other = labels[3 * li + (1 - LABELS.index(ref))]
+            return [
+                (d, (*labels[:k], d, *labels[k + 1 :]), loops)
+                for d in self.opt.domain
+                if d != other
+            ]
+        # default: the transaction's one instance of the class, chosen once (any instance)
+        k = 3 * li + 2
+        if labels[k]:
+            return [(labels[k], labels, loops)]
+        return [(d, (*labels[:k], d, *labels[k + 1 :]), loops) for d in self.opt.domain]
+
+    def _releases(self, t: Local) -> bool:
+        """Is the transaction's next step a commit or its end while it holds a lock? Such a
+        step is interleaved with the others, not run first: when a lock goes changes whether a
+        later request must wait, and so whether it queues behind a waiter."""
+        op = self.code[t[0]][t[1]][0]
+        return op in ("commit", "end") and bool(t[4])
 
     # -- all of them ----------------------------------------------------------------------------
 
-    def blockers(self, state: tuple[Local, ...], i: int) -> list[int]:
-        li, inst, mode, _opt = state[i][5]
+    def _holders(
+        self, state: tuple[Local, ...], i: int, li: int, inst: int, mode: str
+    ) -> list[int]:
+        """The other transactions holding (li, inst) in a mode `mode` waits for."""
         kind = self.kinds[li]
         out = []
         for j, u in enumerate(state):
@@ -278,6 +353,38 @@ class Explorer:
                     break
         return out
 
+    def _tuple_holders(
+        self, state: tuple[Local, ...], i: int, li: int, inst: int, mode: str
+    ) -> list[int]:
+        """The other transactions holding the tuple lock of row (li, inst) in a strength that
+        conflicts with `mode`'s (the strengths conflict as the row modes do)."""
+        out = []
+        for j, u in enumerate(state):
+            p = u[5]
+            if (
+                j != i
+                and p
+                and p[4] == 1
+                and p[0] == li
+                and p[1] == inst
+                and waits("row", mode, p[2])
+            ):
+                out.append(j)
+        return out
+
+    def waits_for(self, state: tuple[Local, ...], i: int) -> tuple[list[int], bool]:
+        """Whom transaction i's pending request waits for, and whether it waits for their
+        tuple lock (True) rather than for what they hold; nobody when it can move."""
+        li, inst, mode, _opt, phase = state[i][5]
+        if phase == 2:  # queued: it waits for the tuple lock, whoever holds the row now
+            return self._tuple_holders(state, i, li, inst, mode), True
+        holders = self._holders(state, i, li, inst, mode)
+        if not holders or self.kinds[li] != "row" or phase == 1:
+            return holders, False
+        if any(hl == li and hi == inst for hl, hi, _m in state[i][4]):
+            return holders, False  # an upgrade skips the tuple lock
+        return [], False  # it goes for the tuple lock (phase 1 or 2)
+
     def successors(self, state: tuple[Local, ...]) -> tuple[list[tuple[Local, ...]], bool]:
         """(successor states, is_deadlock)."""
         if self.opt.reduce:
@@ -285,8 +392,10 @@ class Explorer:
                 if t[1] == -1:
                     continue
                 if not t[5]:
+                    if self._releases(t):
+                        continue  # interleaved below
                     return [(*state[:i], nt, *state[i + 1 :]) for nt in self.local_steps(t)], False
-                li, inst, mode, _option = t[5]
+                li, inst, mode = t[5][0], t[5][1], t[5][2]
                 if (li, mode) in self.independent[t[0]]:  # nobody else could ever conflict
                     nheld = tuple(sorted({*t[4], (li, inst, mode)}))
                     nt = (t[0], t[1] + 1, t[2], t[3], nheld, ())
@@ -296,27 +405,49 @@ class Explorer:
         for i, t in enumerate(state):
             if t[1] == -1:
                 continue
-            if not t[5]:  # only without the reduction: a step of its own, interleaved
+            if not t[5]:  # a step of its own, interleaved (with the reduction: a release)
                 out.extend((*state[:i], nt, *state[i + 1 :]) for nt in self.local_steps(t))
                 continue
             pi, pc, labels, loops, held, pending = t
-            li, inst, mode, option = pending
-            if not self.blockers(state, i):
+            li, inst, mode, option, phase = pending
+            if phase == 2:
+                # queued for the tuple lock: it gets it once no waiter ahead holds it
+                if self._tuple_holders(state, i, li, inst, mode):
+                    waiting = True
+                    continue
+                nt = (pi, pc, labels, loops, held, (li, inst, mode, option, 1))
+                out.append((*state[:i], nt, *state[i + 1 :]))
+                continue
+            holders = self._holders(state, i, li, inst, mode)
+            if not holders:
                 nheld = tuple(sorted({*held, (li, inst, mode)}))
                 nt = (pi, pc + 1, labels, loops, nheld, ())
             elif option == "nowait":  # fails at once: the transaction aborts and the path ends
                 nt = (pi, -1, self.no_labels, (), (), ())
             elif option == "skip locked":  # the row is skipped
                 nt = (pi, pc + 1, labels, loops, held, ())
-            else:
-                waiting = True
+            elif (
+                self.kinds[li] != "row"
+                or phase == 1
+                or any(hl == li and hi == inst for hl, hi, _m in held)
+            ):
+                waiting = True  # for the holders (an upgrade of a row skips the tuple lock)
                 continue
+            else:
+                # a row request that must sleep goes for the tuple lock: it takes it, or it
+                # queues behind the waiter that holds it
+                ahead = self._tuple_holders(state, i, li, inst, mode)
+                nt = (pi, pc, labels, loops, held, (li, inst, mode, option, 2 if ahead else 1))
             out.append((*state[:i], nt, *state[i + 1 :]))
         return out, (waiting and not out)
 
     def deadlocks_at(self, state: tuple[Local, ...]) -> list[Deadlock]:
         n = len(state)
-        succ = {i: self.blockers(state, i) for i in range(n) if state[i][1] != -1}
+        succ: dict[int, list[int]] = {}
+        queue: dict[int, bool] = {}
+        for i in range(n):
+            if state[i][1] != -1:
+                succ[i], queue[i] = self.waits_for(state, i)
         cycles: list[tuple[int, ...]] = []
         for k in range(2, n + 1):
             for combo in itertools.permutations(range(n), k):
@@ -336,21 +467,20 @@ class Explorer:
             k = len(cyc)
             for x in range(k):
                 i, prev = cyc[x], cyc[x - 1]
-                li, inst, mode, _ = state[i][5]
-                pl, pinst, pmode, _ = state[prev][5]
-                kind = self.kinds[pl]
-                hm = next(
-                    m
-                    for (hl, hi, m) in state[i][4]
-                    if hl == pl and hi == pinst and waits(kind, pmode, m)
-                )
-                hops.append(
-                    Hop(
-                        names[i],
-                        (self.spec.locks[pl].name, pinst, hm),
-                        (self.spec.locks[li].name, inst, mode),
+                li, inst, mode = state[i][5][0], state[i][5][1], state[i][5][2]
+                pl, pinst, pmode = state[prev][5][0], state[prev][5][1], state[prev][5][2]
+                name = self.spec.locks[pl].name
+                if queue[prev]:
+                    holds = (name, pinst, "tuple lock")
+                else:
+                    kind = self.kinds[pl]
+                    hm = next(
+                        m
+                        for (hl, hi, m) in state[i][4]
+                        if hl == pl and hi == pinst and waits(kind, pmode, m)
                     )
-                )
+                    holds = (name, pinst, hm)
+                hops.append(Hop(names[i], holds, (self.spec.locks[li].name, inst, mode)))
             out.append(Deadlock(tuple(hops), config, held_desc))
         return out
 
@@ -413,10 +543,29 @@ class Explorer:
             }
         return out
 
+    def _queue_shape(self) -> bool:
+        """Can a row's tuple-lock queue make a deadlock here? It needs a holder in FOR KEY SHARE
+        (H1), a waiter in FOR UPDATE queued on the tuple (W, waiting for H1), a later request
+        compatible with H1 that must still sleep because of a second holder (FOR SHARE or FOR
+        NO KEY UPDATE, H2): four transactions, all of one row class."""
+        for li, kind in enumerate(self.kinds):
+            if kind != "row":
+                continue
+            modes = {mode for reqs in self.requests for (lj, mode) in reqs if lj == li}
+            if {"for key share", "for update"} <= modes and modes & {
+                "for share",
+                "for no key update",
+            }:
+                return True
+        return False
+
     def configs(self) -> list[tuple[int, ...]]:
         idx = [i for i, p in enumerate(self.paths) if p.standalone]
+        top = self.opt.max_txns
+        if self.opt.queue_txns > top and self._queue_shape():
+            top = self.opt.queue_txns
         out: list[tuple[int, ...]] = []
-        for k in range(2, self.opt.max_txns + 1):
+        for k in range(2, top + 1):
             out.extend(itertools.combinations_with_replacement(idx, k))
         return out
 
@@ -433,8 +582,9 @@ class Explorer:
                 found.setdefault(d.key, d)
         return Result(list(found.values()), states, complete, len(configs))
 
-    def schedule(self, deadlock: Deadlock) -> list[str]:
-        """A step-by-step interleaving reaching `deadlock` (for failure messages)."""
+    def trace(self, deadlock: Deadlock) -> tuple[tuple[int, ...], list[tuple[Local, ...]]]:
+        """The configuration (path indexes) and the chain of global states that reaches
+        `deadlock`, from the start."""
         cfg = tuple(sorted(self.paths.index(self.spec.path(n)) for n in deadlock.config))
         _, _, _, parent = self.run_config(cfg, trace=True)
         st: tuple[Local, ...] | None = self.dead_at.get(deadlock.key)
@@ -443,6 +593,38 @@ class Explorer:
             chain.append(st)
             st = parent[st]
         chain.reverse()
+        return cfg, chain
+
+    def actions(self, deadlock: Deadlock) -> list[tuple[int, str, tuple[object, ...]]]:
+        """What each transaction does on a server, in the order of the trace: (transaction,
+        "request", (lock index, instance, mode, option)) when a statement runs, that is when
+        the request is granted, when a row request starts to sleep (it takes or queues for the
+        tuple lock), or at the end for the requests that wait in the deadlock; (transaction,
+        "end", ()) when it commits or finishes holding something."""
+        _cfg, chain = self.trace(deadlock)
+        out: list[tuple[int, str, tuple[object, ...]]] = []
+        sent: set[int] = set()  # transactions whose pending request is already running
+        for a, b in itertools.pairwise(chain):
+            for i, (ta, tb) in enumerate(zip(a, b, strict=True)):
+                if ta[5] and len(tb[4]) > len(ta[4]) and i not in sent:
+                    out.append((i, "request", tuple(ta[5][:4])))  # granted now
+                elif tb[5] and tb[5][4] in (1, 2) and (not ta[5] or ta[5][4] == 0):
+                    out.append((i, "request", tuple(tb[5][:4])))  # it sleeps from now on
+                    sent.add(i)
+                elif ta[5] and tb[5] != ta[5] and not tb[5] and i not in sent:
+                    out.append((i, "request", tuple(ta[5][:4])))  # NOWAIT failed, or skipped
+                if not tb[5]:
+                    sent.discard(i)
+                if ta[4] and len(tb[4]) < len(ta[4]):
+                    out.append((i, "end", ()))
+        for i, t in enumerate(chain[-1]):
+            if t[5] and i not in sent:
+                out.append((i, "request", tuple(t[5][:4])))  # waits in the deadlock
+        return out
+
+    def schedule(self, deadlock: Deadlock) -> list[str]:
+        """A step-by-step interleaving reaching `deadlock` (for failure messages)."""
+        _cfg, chain = self.trace(deadlock)
         lines = []
         for a, b in itertools.pairwise(chain):
             for i, (ta, tb) in enumerate(zip(a, b, strict=True)):
@@ -455,6 +637,13 @@ class Explorer:
                         )
                 elif len(tb[4]) < len(ta[4]):
                     lines.append(f"T{i + 1} ({self.paths[ta[0]].name}) releases")
+                elif tb[5] and tb[5][4] in (1, 2) and (not ta[5] or ta[5][4] == 0):
+                    li, inst, mode = tb[5][0], tb[5][1], tb[5][2]
+                    how = "holding" if tb[5][4] == 1 else "queued for"
+                    lines.append(
+                        f"T{i + 1} ({self.paths[ta[0]].name}) waits, {how} the tuple lock of "
+                        + _lk((self.spec.locks[li].name, inst, mode))
+                    )
         return lines
 
 

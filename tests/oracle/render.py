@@ -4,11 +4,12 @@ The mapping, one construct at a time:
 - singleton advisory lock: a fixed key, `key: {hashtextextended: {text: <name>}}` (lockdocs
   derives `singleton` from it); advisory lock with instances: a prefix family
   `{prefix: "<name>:", parts: [id]}`; row locks name a `table:` and say `singleton: true` when
-  they are one row; memory locks likewise. Every lock with instances declares
-  `instances: {order: ascending id}`.
-- a sorted loop: `loop:` with `order: ascending id` (the declared order); an arbitrary one:
-  `order: arbitrary`.
-- a labelled take: `instance: a` / `instance: b`; a call: `run:`; a commit: `commit`.
+  they are one row; memory locks likewise; a table lock is `kind: table` (one lock). Every lock
+  with instances declares its own order, `instances: {order: ascending <name> id}`.
+- a sorted loop over the instances of class C: `loop:` with `order: ascending C id` (C's
+  declared order, which makes C the loop's element lock); an arbitrary one: `order: arbitrary`.
+- a labelled take: `instance: a` / `instance: b`; `again`: `again: true`; a call: `run:`; a
+  commit: `commit`.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ import yaml
 
 from .spec import Branch, Call, Commit, Loop, Spec, Step, Take
 
-SORTED_ORDER = "ascending id"
+
+def sorted_order(lock: str) -> str:
+    return f"ascending {lock} id"
 
 
 def _lock(lk_name: str, kind: str, singleton: bool, modes: tuple[str, ...], scope: str) -> dict:
@@ -38,10 +41,12 @@ def _lock(lk_name: str, kind: str, singleton: bool, modes: tuple[str, ...], scop
     elif kind == "memory":
         if singleton:
             out["singleton"] = True
+    elif kind == "table":
+        out["table"] = f"app.{lk_name.replace('-', '_')}"
     else:  # pragma: no cover
         raise ValueError(kind)
     if not singleton:
-        out["instances"] = {"order": SORTED_ORDER}
+        out["instances"] = {"order": sorted_order(lk_name)}
     out["modes"] = dict.fromkeys(modes, "takers")
     return out
 
@@ -53,11 +58,14 @@ def _step(st: Step) -> object:
             d["instance"] = st.label
         if st.option:
             d["option"] = st.option
+        if st.again:
+            d["again"] = True
         return d
     if isinstance(st, Loop):
+        sorted_by = st.order == "sorted" and st.by is not None
         return {
-            "loop": "each item",
-            "order": SORTED_ORDER if st.order == "sorted" else "arbitrary",
+            "loop": f"each {st.by}" if st.by else "each item",
+            "order": sorted_order(st.by) if sorted_by and st.by else "arbitrary",
             "steps": [_step(s) for s in st.body],
         }
     if isinstance(st, Branch):

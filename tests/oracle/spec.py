@@ -8,9 +8,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-KINDS = ("advisory", "row", "memory")
+KINDS = ("advisory", "row", "memory", "table")
 SHARED_EXCLUSIVE = ("shared", "exclusive")
 ROW_MODES = ("for key share", "for share", "for no key update", "for update")
+TABLE_MODES = (
+    "access share",
+    "row share",
+    "row exclusive",
+    "share update exclusive",
+    "share",
+    "share row exclusive",
+    "exclusive",
+    "access exclusive",
+)
 
 
 @dataclass(frozen=True)
@@ -18,7 +28,7 @@ class Lock:
     """A lock class. `singleton`: one lock for the whole database; otherwise one per instance."""
 
     name: str
-    kind: str = "advisory"  # advisory | row | memory
+    kind: str = "advisory"  # advisory | row | memory | table (a table is one lock: singleton)
     singleton: bool = False
     modes: tuple[str, ...] = ("exclusive",)
     scope: str = "transaction"  # transaction | session (memory locks are always session)
@@ -30,24 +40,33 @@ class Lock:
 
 @dataclass(frozen=True)
 class Take:
-    """Take `lock` in `mode`. Outside a loop, an unlabelled take of a class the transaction
-    already holds re-takes (one of) the held instance(s); otherwise it is some instance.
-    `label` ('a', 'b') names one of two distinct instances the path works on. Inside a loop an
-    unlabelled take is the iteration's instance."""
+    """Take `lock` in `mode`.
+
+    - `label` ('a', 'b') names one of two distinct instances the transaction works on, the same
+      in every loop iteration;
+    - inside a loop, an unlabelled take of the loop's `by` class is the current element; of any
+      other class it is an instance chosen for the iteration (any instance: two iterations may
+      get the same one), the same for every take of that class in the iteration;
+    - outside a loop, an unlabelled take is the transaction's one instance of the class (chosen
+      once, any instance: it may be one a loop took);
+    - `again`: an instance the transaction already holds (any of them), else its one instance.
+    """
 
     lock: str
     mode: str
     label: str | None = None
     option: str | None = None  # None | nowait | skip locked
+    again: bool = False
 
 
 @dataclass(frozen=True)
 class Loop:
-    """Repeat `body` once per element of a set of instances: `sorted` visits them in ascending
-    order, `arbitrary` in any order."""
+    """Repeat `body` once per element of a set of instances of class `by` (any subset, the
+    empty one too): `sorted` visits them in ascending order, `arbitrary` in any order."""
 
     order: str  # sorted | arbitrary
     body: tuple[Step, ...]
+    by: str | None = None  # the class whose instances are the elements
 
 
 @dataclass(frozen=True)

@@ -1,16 +1,20 @@
 """Hypothesis strategies for random small specs.
 
-2-4 locks (advisory, row or memory; singleton or with instances; random modes; now and then a
-session-scoped advisory lock), 1-3 paths of 1-5 steps: takes (sometimes of a named instance a/b,
-rarely NOWAIT / SKIP LOCKED), loops (sorted or arbitrary), branches, calls of earlier paths,
-commits, and gates (a singleton lock taken first, in a random mode).
+2-4 locks (advisory, row, memory or table; singleton or with instances; random modes, up to
+three per row lock; now and then a session-scoped advisory lock), 1-3 paths of 1-5 steps: takes
+(sometimes of a named instance a/b, sometimes `again`, sometimes NOWAIT / SKIP LOCKED), upgrades
+(one lock taken weak then strong, with an option on either take), loops (sorted over one of the
+classes their body takes, or arbitrary; their other classes get an instance per iteration, which
+two iterations may share), branches, calls of earlier paths, commits, and gates (a singleton lock
+taken first, in a random mode). A take after a loop of the same class is the path's one instance,
+which the loop may or may not have taken.
 """
 
 from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from .spec import ROW_MODES, Branch, Call, Commit, Lock, Loop, Path, Spec, Step, Take
+from .spec import ROW_MODES, TABLE_MODES, Branch, Call, Commit, Lock, Loop, Path, Spec, Step, Take
 
 _ADVISORY_MODES = [("exclusive",), ("shared",), ("shared", "exclusive")]
 
@@ -20,13 +24,23 @@ def locks(draw: st.DrawFn) -> tuple[Lock, ...]:
     n = draw(st.integers(2, 4))
     out = []
     for i in range(n):
-        kind = draw(st.sampled_from(["advisory", "advisory", "row", "row", "memory"]))
+        kind = draw(
+            st.sampled_from(["advisory", "advisory", "row", "row", "row", "memory", "table"])
+        )
         singleton = draw(st.booleans()) if i else True  # at least one possible gate
         if kind == "row":
             modes = tuple(
                 sorted(
-                    draw(st.sets(st.sampled_from(ROW_MODES), min_size=1, max_size=2)),
+                    draw(st.sets(st.sampled_from(ROW_MODES), min_size=1, max_size=3)),
                     key=ROW_MODES.index,
+                )
+            )
+        elif kind == "table":
+            singleton = True  # a table is one lock
+            modes = tuple(
+                sorted(
+                    draw(st.sets(st.sampled_from(TABLE_MODES), min_size=1, max_size=2)),
+                    key=TABLE_MODES.index,
                 )
             )
         else:
@@ -39,36 +53,79 @@ def locks(draw: st.DrawFn) -> tuple[Lock, ...]:
 
 
 @st.composite
-def take(draw: st.DrawFn, lks: tuple[Lock, ...], in_loop: bool) -> Take:
-    lk = draw(st.sampled_from(lks))
+def take(draw: st.DrawFn, lks: tuple[Lock, ...], in_loop: bool, lock: Lock | None = None) -> Take:
+    lk = lock or draw(st.sampled_from(lks))
     mode = draw(st.sampled_from(lk.modes))
     label = None
-    if not lk.singleton and not in_loop and draw(st.integers(0, 4)) == 0:
-        label = draw(st.sampled_from(["a", "b"]))
+    again = False
+    if not lk.singleton:
+        r = draw(st.integers(0, 9))
+        if r == 0 or (r == 1 and not in_loop):
+            label = draw(st.sampled_from(["a", "b"]))
+        elif r == 2:
+            again = True
     option = None
-    if lk.kind == "row" and draw(st.integers(0, 24)) == 0:
+    if lk.kind == "row" and draw(st.integers(0, 14)) == 0:
         option = draw(st.sampled_from(["nowait", "skip locked"]))
-    return Take(lk.name, mode, label, option)
+    return Take(lk.name, mode, label, option, again)
 
 
 @st.composite
-def step(draw: st.DrawFn, lks: tuple[Lock, ...], callable_paths: list[str]) -> Step:
-    what = draw(
-        st.sampled_from(["take"] * 6 + ["loop"] * 2 + ["branch"] * 2 + ["commit"] + ["call"] * 2)
+def upgrade(draw: st.DrawFn, lks: tuple[Lock, ...], in_loop: bool) -> tuple[Take, Take]:
+    """One lock taken in a weaker mode, then a stronger one (same instance), options either
+    side."""
+    choices = [lk for lk in lks if len(lk.modes) > 1]
+    if not choices:
+        t = draw(take(lks, in_loop))
+        return t, t
+    lk = draw(st.sampled_from(choices))
+    weak, strong = sorted(
+        draw(st.sets(st.sampled_from(lk.modes), min_size=2, max_size=2)), key=lk.modes.index
     )
+    label = draw(st.sampled_from([None, None, "a"])) if not lk.singleton else None
+    options: list[str | None] = [None, None]
+    if lk.kind == "row" and draw(st.integers(0, 3)) == 0:
+        side = draw(st.integers(0, 1))
+        options[side] = draw(st.sampled_from(["nowait", "skip locked"]))
+    return Take(lk.name, weak, label, options[0]), Take(lk.name, strong, label, options[1])
+
+
+@st.composite
+def step(draw: st.DrawFn, lks: tuple[Lock, ...], callable_paths: list[str]) -> list[Step]:
+    what = draw(
+        st.sampled_from(
+            ["take"] * 6 + ["upgrade"] + ["loop"] * 2 + ["branch"] * 2 + ["commit"] + ["call"] * 2
+        )
+    )
+    if what == "upgrade":
+        return list(draw(upgrade(lks, False)))
     if what == "loop":
-        body = draw(st.lists(take(lks, True), min_size=1, max_size=2))
-        return Loop(draw(st.sampled_from(["sorted", "arbitrary"])), tuple(body))
+        body: list[Step] = []
+        for _ in range(draw(st.integers(1, 2))):
+            if draw(st.integers(0, 5)) == 0:
+                body.extend(draw(upgrade(lks, True)))
+            else:
+                body.append(draw(take(lks, True)))
+        classes = [
+            s.lock
+            for s in body
+            if isinstance(s, Take) and not next(lk for lk in lks if lk.name == s.lock).singleton
+        ]
+        order = draw(st.sampled_from(["sorted", "arbitrary"]))
+        by = draw(st.sampled_from(classes)) if classes and draw(st.integers(0, 3)) else None
+        if by is None and order == "sorted" and classes:
+            by = classes[0]
+        return [Loop(order, tuple(body), by)]
     if what == "branch":
         alts = draw(
             st.lists(st.lists(take(lks, False), min_size=0, max_size=2), min_size=2, max_size=2)
         )
-        return Branch(tuple(tuple(a) for a in alts))
+        return [Branch(tuple(tuple(a) for a in alts))]
     if what == "commit":
-        return Commit()
+        return [Commit()]
     if what == "call" and callable_paths:
-        return Call(draw(st.sampled_from(callable_paths)))
-    return draw(take(lks, False))
+        return [Call(draw(st.sampled_from(callable_paths)))]
+    return [draw(take(lks, False))]
 
 
 @st.composite
@@ -86,10 +143,10 @@ def specs(draw: st.DrawFn) -> Spec:
             steps.append(Take(g.name, draw(st.sampled_from(g.modes))))
         k = draw(st.integers(1, 5))
         for _ in range(k):
-            s = draw(step(lks, names[:i]))
-            if isinstance(s, Call):
-                called.add(s.path)
-            steps.append(s)
+            for s in draw(step(lks, names[:i])):
+                if isinstance(s, Call):
+                    called.add(s.path)
+                steps.append(s)
         bodies.append(tuple(steps))
     paths = []
     for name, body in zip(names, bodies, strict=True):

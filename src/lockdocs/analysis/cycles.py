@@ -23,7 +23,7 @@ from typing import Any
 
 from lockdocs.analysis.flatten import Event, Held
 from lockdocs.analysis.graph import Edge, LockGraph, strongly_connected
-from lockdocs.modes import conflicts, modes_for_kind
+from lockdocs.modes import conflicts
 from lockdocs.rules.context import Context
 
 # States one search (one starting hop) may visit unless locks.yaml says otherwise (`limits:
@@ -206,6 +206,12 @@ class _Search:
         reps.extend(_queue_hops(ctx, backend, set(component)))
         self.reps = reps
         self.guards = [_singleton_guards(ctx, e) for e in reps]
+        # Each hop's guard set as a number (-1: none), so gate checks are cached per pair.
+        ids: dict[frozenset[tuple[str, str]], int] = {}
+        self.gid = [
+            ids.setdefault(frozenset(g.items()), len(ids)) if g else -1 for g in self.guards
+        ]
+        self._gates: dict[tuple[int, int], bool] = {}
         # For a queue hop: what the transaction that makes later requests queue holds.
         self.witness = {
             i: _singleton_guards(ctx, e.queued_by) for i, e in enumerate(reps) if e.queued_by
@@ -215,59 +221,73 @@ class _Search:
             for g in (*self.guards, *self.witness.values())
             for lock in g
         }
-        by_src: dict[str, list[int]] = {}
+        # Hops are grouped by what decides an arc into them: a holder by (lock, held mode, gate
+        # set), a queue waiter by (lock, wanted mode, the mode that makes others queue, gate
+        # sets); a hop's successors depend only on its own (lock wanted, modes, gate set), so
+        # hops that share those share one list. That keeps a dense graph (many behaviours of
+        # one pair of locks) from costing a gate check per pair of hops.
+        holders: dict[str, dict[tuple[str, int], list[int]]] = {}
+        waiters: dict[str, dict[tuple[str, str, int, int], list[int]]] = {}
+        self.wid: dict[int, int] = {}
+        wids: dict[frozenset[tuple[str, str]], int] = {}
         for i, e in enumerate(reps):
-            by_src.setdefault(e.src, []).append(i)
-        # The held modes each request can wait for, per (lock, wanted mode, modes held already).
-        allowed: dict[tuple[object, ...], frozenset[str]] = {}
+            if e.queued is None:
+                holders.setdefault(e.src, {}).setdefault((e.held_mode, self.gid[i]), []).append(i)
+            else:
+                w = self.witness[i]
+                self.wid[i] = wids.setdefault(frozenset(w.items()), len(wids)) if w else -1
+                key = (e.wanted_mode, e.queued, self.gid[i], self.wid[i])
+                waiters.setdefault(e.dst, {}).setdefault(key, []).append(i)
+        cache: dict[tuple[object, ...], list[int]] = {}
         self.succ: dict[int, list[int]] = {}
-        queues: dict[str, list[int]] = {}
-        for i, e in enumerate(reps):
-            if e.queued is not None:
-                queues.setdefault(e.dst, []).append(i)
         for i, e in enumerate(reps):
             if e.never_waits:
                 self.succ[i] = []
                 continue
-            if e.queued is not None:
-                # First in the row's queue: it waits for the holders whose mode conflicts
-                # with its request and coexists with the mode that makes later ones queue.
-                self.succ[i] = [
-                    j
-                    for j in by_src.get(e.dst, ())
-                    if reps[j].queued is None
-                    and conflicts("row", e.wanted_mode, reps[j].held_mode)
-                    and not conflicts("row", reps[j].held_mode, e.queued)
-                    and not self.gated(i, j)
-                    and not self._gated_with(self.witness[i], j)
-                ]
-                continue
-            behind = [
-                j
-                for j in queues.get(e.dst, ())
-                if not e.upgrade_from  # an upgrade of a row already held skips the queue
-                and conflicts("row", e.wanted_mode, reps[j].wanted_mode)
-                and conflicts("row", e.wanted_mode, str(reps[j].queued))
-                and not self.gated(i, j)
-                and not self._gated_with(self.witness[j], i)
-            ]
-            key = (e.dst, e.wanted_mode, e.upgrade_from)
-            modes = allowed.get(key)
-            if modes is None:
-                kind = ctx.lock_kind(e.dst, backend)
-                modes = frozenset(
-                    held
-                    for held in modes_for_kind(kind)
-                    if conflicts(kind, e.wanted_mode, held)
-                    and not any(conflicts(kind, m, held) for m in e.upgrade_from)
-                )
-                allowed[key] = modes
-            self.succ[i] = [
-                j
-                for j in by_src.get(e.dst, ())
-                if reps[j].queued is None and reps[j].held_mode in modes and not self.gated(i, j)
-            ] + behind
+            same = (e.dst, e.wanted_mode, e.upgrade_from, e.queued is not None, self.gid[i])
+            found = cache.get(same)
+            if found is None:
+                found = self._successors(ctx, backend, i, holders, waiters)
+                cache[same] = found
+            self.succ[i] = found
         self._claims: dict[int, frozenset[tuple[str, str]]] = {}
+
+    def _successors(
+        self,
+        ctx: Context,
+        backend: str | None,
+        i: int,
+        holders: dict[str, dict[tuple[str, int], list[int]]],
+        waiters: dict[str, dict[tuple[str, str, int, int], list[int]]],
+    ) -> list[int]:
+        e = self.reps[i]
+        out: list[int] = []
+        if e.queued is not None:
+            # First in the row's queue: it waits for the holders whose mode conflicts with its
+            # request. (The holder that made a later request queue may be gone by then: the
+            # waiter keeps its place, holding the tuple lock, while others come and go.)
+            for (mode, _gid), group in holders.get(e.dst, {}).items():
+                if conflicts("row", e.wanted_mode, mode) and not self.gated(i, group[0]):
+                    out.extend(group)
+            return sorted(out)
+        kind = ctx.lock_kind(e.dst, backend)
+        for (mode, _gid), group in holders.get(e.dst, {}).items():
+            if (
+                conflicts(kind, e.wanted_mode, mode)
+                and not any(conflicts(kind, m, mode) for m in e.upgrade_from)
+                and not self.gated(i, group[0])
+            ):
+                out.extend(group)
+        if not e.upgrade_from:  # an upgrade of a row already held skips the queue
+            for (wanted, queued, _g, _w), group in waiters.get(e.dst, {}).items():
+                if (
+                    conflicts("row", e.wanted_mode, wanted)
+                    and conflicts("row", e.wanted_mode, queued)
+                    and not self.gated(i, group[0])
+                    and not self._gated_with(self.witness[group[0]], i)
+                ):
+                    out.extend(group)
+        return sorted(out)
 
     def _gated_with(self, guards: dict[str, str], j: int) -> bool:
         gj = self.guards[j]
@@ -277,17 +297,23 @@ class _Search:
         )
 
     def gated(self, i: int, j: int) -> bool:
-        """Do hops i and j hold a common singleton in conflicting modes (a gate)?"""
-        gi, gj = self.guards[i], self.guards[j]
-        if not gi or not gj:
+        """Do hops i and j hold a common singleton in conflicting modes (a gate)? Cached per
+        pair of distinct guard sets: many hops share one."""
+        a, b = self.gid[i], self.gid[j]
+        if a < 0 or b < 0:
             return False
-        if len(gj) < len(gi):
-            gi, gj = gj, gi
-        for lock, mode in gi.items():
-            other = gj.get(lock)
-            if other is not None and conflicts(self.kinds[lock], mode, other):
-                return True
-        return False
+        key = (a, b) if a <= b else (b, a)
+        found = self._gates.get(key)
+        if found is None:
+            gi, gj = self.guards[i], self.guards[j]
+            if len(gj) < len(gi):
+                gi, gj = gj, gi
+            found = any(
+                lock in gj and conflicts(self.kinds[lock], mode, gj[lock])
+                for lock, mode in gi.items()
+            )
+            self._gates[key] = found
+        return found
 
     def components(self) -> Iterator[list[int]]:
         for comp in strongly_connected(list(range(len(self.reps))), self.succ):

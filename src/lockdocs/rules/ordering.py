@@ -112,8 +112,19 @@ def interleaving(locks: tuple[str, ...], edges: tuple[Edge, ...]) -> list[str]:
         "Builds the lock-order graph (an edge A -> B wherever a path takes B while holding A) "
         "and reports each minimal cycle whose waits can really happen: every wanted mode "
         "conflicts with the mode the next transaction holds, and no gate lock (a singleton both "
-        "hold in conflicting modes) keeps the transactions apart. The report names each hop's "
-        "path, file and line, and shows the interleaving that ends in the deadlock."
+        "hold in conflicting modes) keeps the transactions apart. A lock with instances may "
+        "appear twice on a cycle (three transactions through two rows of it). Waits are the ones "
+        "PostgreSQL 15 makes, which a live server confirms: a request waits for another "
+        "transaction holding a conflicting mode; for a row, a request that has to wait first "
+        "takes the tuple's own lock, so a later request that has to wait too queues behind it "
+        "even where it conflicts with no mode the first one waits for (the server's "
+        "src/backend/access/heap/README.tuplock describes this queue; a request that conflicts "
+        "with no holder is granted at once, and an upgrade of a row already held skips the "
+        "queue). For advisory and table locks a request also queues behind earlier conflicting "
+        "requests, but those waits are the 'soft edges' the deadlock detector resolves by "
+        "reordering the queue (src/backend/storage/lmgr/README), so only waits for holders are "
+        "counted there. The report names each hop's path, file and line, and shows the "
+        "interleaving that ends in the deadlock."
     ),
     why=(
         "Postgres breaks a deadlock by aborting one transaction after deadlock_timeout (40P01), "
@@ -330,8 +341,11 @@ def check_instances(ctx: Context) -> Iterable[Diagnostic]:
         "lock, unless a gate lock keeps two runs apart."
     ),
     why=(
-        "Two runs both get the weak mode, then each waits for the other to let go: Postgres "
-        "reports 40P01 at once (its early deadlock check), every time the two overlap."
+        "Two runs both get the weak mode, then each waits for the other to let go, every time "
+        "the two overlap. For an advisory or table lock Postgres sees it at once (40P01 from its "
+        "early check when the second request queues); for a row only its deadlock detector "
+        "does, after deadlock_timeout (1 s by default), so a lock_timeout shorter than that "
+        "ends the wait with 55P03 instead."
     ),
     example={
         "locks.yaml": """\

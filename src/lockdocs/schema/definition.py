@@ -484,7 +484,9 @@ LIMITS = _obj(
             "minimum": 1,
             "description": (
                 "Work units one path may take when it is flattened (each state through each "
-                "step, and each held lock recorded); 2,000,000 by default."
+                "step, and each held lock recorded); 250,000 by default (the largest path of "
+                "a hand-written project needs a few hundred); all paths together may take "
+                "twenty times that."
             ),
         },
         "cycle_search": {
