@@ -39,7 +39,7 @@ from oracle.classify import false_positive_kind, known_false_negative
 from oracle.compare import compare, explains, lockdocs_findings
 from oracle.conflicts import waits
 from oracle.explore import Explorer
-from oracle.strategies import specs
+from oracle.strategies import queue_specs, specs
 
 REPO = FsPath(__file__).resolve().parents[1]
 EXAMPLES = int(os.environ.get("LOCKDOCS_ORACLE_EXAMPLES", "1000"))
@@ -807,9 +807,14 @@ def _failure(spec: Spec, missed: list[object], findings: list[object]) -> str:
     return "\n".join(lines)
 
 
-def run_property(n: int, seed: int | None = None) -> Stats:
-    """Draw `n` specs (derandomized, or from `seed`) and check each; returns the counts."""
+def run_property(
+    n: int, seed: int | None = None, queue: bool = False, options: Options | None = None
+) -> Stats:
+    """Draw `n` specs (derandomized, or from `seed`) and check each; returns the counts. With
+    `queue`, the specs are the queue-shaped ones and four transactions run."""
     stats = Stats()
+    strategy = queue_specs() if queue else specs()
+    opts = options or (Options() if queue else Options(queue_txns=3))
     start = time.perf_counter()
 
     @settings(
@@ -819,10 +824,10 @@ def run_property(n: int, seed: int | None = None) -> Stats:
         database=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )
-    @given(specs())
+    @given(strategy)
     def check(spec: Spec) -> None:
         t0 = time.perf_counter()
-        result = explore(spec)
+        result = explore(spec, opts)
         t1 = time.perf_counter()
         findings = lockdocs_findings(spec)
         t2 = time.perf_counter()
@@ -864,7 +869,11 @@ def run_property(n: int, seed: int | None = None) -> Stats:
         check = hypothesis_seed(seed)(check)
     check()
     stats.seconds = time.perf_counter() - start
-    name = f"oracle-{n}" + (f"-seed-{seed}" if seed is not None else "")
+    name = (
+        ("oracle-queue-" if queue else "oracle-")
+        + f"{n}"
+        + (f"-seed-{seed}" if seed is not None else "")
+    )
     out = REPO / "test-artifacts" / f"{name}.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(stats.as_dict(), indent=2, sort_keys=True) + "\n")
@@ -882,6 +891,24 @@ def _check_stats(stats: Stats, n: int) -> None:
 
 def test_every_oracle_deadlock_is_reported() -> None:
     _check_stats(run_property(EXAMPLES), EXAMPLES)
+
+
+QUEUE_EXAMPLES = int(os.environ.get("LOCKDOCS_ORACLE_QUEUE_EXAMPLES", "300"))
+
+
+def test_every_queue_deadlock_is_reported() -> None:
+    """Specs around one row class in all four modes, with four transactions: the shapes where
+    a row's wait queue makes deadlocks of its own."""
+    stats = run_property(QUEUE_EXAMPLES, queue=True)
+    assert stats.examples >= QUEUE_EXAMPLES
+    assert stats.incomplete <= QUEUE_EXAMPLES // 20
+
+
+@pytest.mark.fuzz
+def test_every_queue_deadlock_is_reported_fuzz() -> None:
+    seed = int(os.environ.get("LOCKDOCS_ORACLE_SEED") or random.SystemRandom().randrange(2**32))
+    stats = run_property(5 * QUEUE_EXAMPLES, seed, queue=True)
+    assert stats.examples >= 5 * QUEUE_EXAMPLES
 
 
 @pytest.mark.fuzz

@@ -155,3 +155,26 @@ def specs(draw: st.DrawFn) -> Spec:
             standalone = draw(st.booleans())
         paths.append(Path(name, body, standalone))
     return Spec(lks, tuple(paths))
+
+
+@st.composite
+def queue_specs(draw: st.DrawFn) -> Spec:
+    """Specs around one row class X taken in all four modes and two other locks, 3-4 short
+    paths: the shapes where a row's wait queue (a request queued behind a waiter, holding the
+    tuple lock) can make a deadlock that waits for holders alone would not."""
+    x = Lock("x", "row", draw(st.booleans()), tuple(ROW_MODES))
+    y = Lock("y", "advisory", True, ("shared", "exclusive"))
+    z = Lock("z", "row", True, ("for update",))
+    lks = (x, y, z)
+    n = draw(st.integers(3, 4))
+    paths = []
+    for i in range(n):
+        steps: list[Step] = []
+        for _ in range(draw(st.integers(1, 3))):
+            lk = draw(st.sampled_from([x, x, y, z]))
+            option = None
+            if lk is x and draw(st.integers(0, 9)) == 0:
+                option = draw(st.sampled_from(["nowait", "skip locked"]))
+            steps.append(Take(lk.name, draw(st.sampled_from(lk.modes)), None, option))
+        paths.append(Path(f"q{i}", tuple(steps)))
+    return Spec(lks, tuple(paths))
