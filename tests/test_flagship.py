@@ -346,21 +346,21 @@ RULE_CHANGE_IN_TX = [
     " <- rendezvous, entitlement-set-row, entitlement-set-rule-row#1",
     "t1 acquire pool-row#2 for update @at or below the sync cap"
     " <- rendezvous, entitlement-set-row, entitlement-set-rule-row#1?,"
-    " entitlement-set-rule-row#2?, pool-row#1?, change-obligation-row#1*60?",
+    " entitlement-set-rule-row#2?, pool-row#1?, change-obligation-row#1*49?",
     "t1 acquire change-obligation-row#2.1 for update @at or below the sync cap"
     " <- rendezvous, entitlement-set-row, entitlement-set-rule-row#1?,"
-    " entitlement-set-rule-row#2?, pool-row#1?, change-obligation-row#1*60?, pool-row#2",
+    " entitlement-set-rule-row#2?, pool-row#1?, change-obligation-row#1*49?, pool-row#2",
     "t1 retake pool-row#2 for update @at or below the sync cap"
     " <- rendezvous, entitlement-set-row, entitlement-set-rule-row#1?,"
-    " entitlement-set-rule-row#2?, pool-row#1?, change-obligation-row#1*60?, pool-row#2,"
+    " entitlement-set-rule-row#2?, pool-row#1?, change-obligation-row#1*49?, pool-row#2,"
     " change-obligation-row#2.1",
     "t1 acquire change-obligation-row#2.2 for update @at or below the sync cap"
     " <- rendezvous, entitlement-set-row, entitlement-set-rule-row#1?,"
-    " entitlement-set-rule-row#2?, pool-row#1?, change-obligation-row#1*60?, pool-row#2,"
+    " entitlement-set-rule-row#2?, pool-row#1?, change-obligation-row#1*49?, pool-row#2,"
     " change-obligation-row#2.1",
     "t1 retake pool-row#2 for update @at or below the sync cap"
     " <- rendezvous, entitlement-set-row, entitlement-set-rule-row#1?,"
-    " entitlement-set-rule-row#2?, pool-row#1?, change-obligation-row#1*60?, pool-row#2,"
+    " entitlement-set-rule-row#2?, pool-row#1?, change-obligation-row#1*49?, pool-row#2,"
     " change-obligation-row#2.1, change-obligation-row#2.2",
 ]
 
