@@ -44,6 +44,11 @@ from oracle.strategies import queue_specs, specs
 REPO = FsPath(__file__).resolve().parents[1]
 EXAMPLES = int(os.environ.get("LOCKDOCS_ORACLE_EXAMPLES", "1000"))
 FUZZ_EXAMPLES = 5000
+# States the oracle may search per spec, over all its configurations (LOCKDOCS_ORACLE_STATES to
+# change): without a bound, the ten costliest of 1,000 specs took more than half the run (over a
+# million states each, and incomplete even so). A spec that hits it is counted as incomplete; the
+# deadlocks found in the states searched are still checked.
+SPEC_STATES = int(os.environ.get("LOCKDOCS_ORACLE_STATES", "50000"))
 
 NKU = "for no key update"
 ROW = Lock("account", "row", False, (NKU,))
@@ -379,7 +384,8 @@ def test_three_transactions_through_a_sorted_loop() -> None:
         ),
     )
     assert any(d.paths == {"t1", "t2", "t3"} for d in explore(spec).deadlocks)
-    assert explore(spec, Options(max_txns=2)).deadlocks == []
+    # two transactions (the queue's fourth kept out too) cannot close it
+    assert explore(spec, Options(max_txns=2, queue_txns=2)).deadlocks == []
 
 
 def test_schedule_explains_a_deadlock() -> None:
@@ -394,8 +400,9 @@ def test_schedule_explains_a_deadlock() -> None:
 def test_reductions_keep_every_deadlock(spec: Spec) -> None:
     """The reduced search finds the same deadlocks as the plain one (2 transactions, to keep
     the plain search small)."""
-    reduced = {d.key for d in explore(spec, Options(max_txns=2)).deadlocks}
-    plain_result = explore(spec, Options(max_txns=2, reduce=False, max_states=200_000))
+    reduced = {d.key for d in explore(spec, Options(max_txns=2, queue_txns=2)).deadlocks}
+    plain = Options(max_txns=2, queue_txns=2, reduce=False, max_states=200_000)
+    plain_result = explore(spec, plain)
     if not plain_result.complete:
         return
     assert reduced == {d.key for d in plain_result.deadlocks}
@@ -613,6 +620,17 @@ FIXED_FN.update(
                 Path("settle", (Loop("sorted", (Take("pool", NKU), Call("home")), "pool"),)),
             ),
         ),
+        # class 6 again, found by the property test: two named instances taken in a sorted
+        # loop's body are in no order (the loop's order is its elements'); was silent.
+        "named-instances-in-sorted-loop-body": Spec(
+            (POOL,),
+            (
+                Path(
+                    "settle",
+                    (Loop("sorted", (Take("pool", NKU, "a"), Take("pool", NKU, "b")), "pool"),),
+                ),
+            ),
+        ),
         # class 6: a gate taken only inside a loop, which may run zero times.
         "gate-only-in-loop": Spec(
             (
@@ -776,6 +794,8 @@ class Stats:
     fp_specs: int = 0  # specs with findings and no deadlock at all
     fp_specs_unexplained: int = 0
     incomplete: int = 0
+    # findings of incomplete searches that no deadlock found confirms (not judged either way)
+    unjudged_findings: int = 0
     samples: dict[str, list[str]] = field(default_factory=dict)  # a few specs per known kind
     states: int = 0
     max_states: int = 0
@@ -814,7 +834,7 @@ def run_property(
     `queue`, the specs are the queue-shaped ones and four transactions run."""
     stats = Stats()
     strategy = queue_specs() if queue else specs()
-    opts = options or (Options() if queue else Options(queue_txns=3))
+    opts = options or Options(queue_txns=4 if queue else 3, max_total_states=SPEC_STATES)
     start = time.perf_counter()
 
     @settings(
@@ -834,7 +854,10 @@ def run_property(
         cmp = compare(result.deadlocks, findings)
         unknown = [d for d in cmp.missed if known_false_negative(spec, d) is None]
         assert not unknown, _failure(spec, unknown, findings)
-        assert not cmp.wrong_paths, _failure(spec, [], cmp.wrong_paths) + "\nwrong paths"
+        # a search cut short may not have reached the deadlock a finding is about: only a
+        # complete one judges findings (misses are judged always: a found deadlock is real)
+        if result.complete:
+            assert not cmp.wrong_paths, _failure(spec, [], cmp.wrong_paths) + "\nwrong paths"
         # only counted once the example passed (hypothesis replays failing ones)
         stats.examples += 1
         stats.oracle_seconds += t1 - t0
@@ -857,6 +880,9 @@ def run_property(
             stats.known_fn[kind] += 1
             stats.sample(f"fn {kind}", spec)
         stats.known_fn_specs += bool(cmp.missed)
+        if not result.complete:
+            stats.unjudged_findings += len(cmp.unconfirmed) + len(cmp.wrong_paths)
+            return
         kinds = [false_positive_kind(spec, f) for f in cmp.unconfirmed]
         stats.fp_findings.update(kinds)
         for kind, f in zip(kinds, cmp.unconfirmed, strict=True):
@@ -886,7 +912,9 @@ def _check_stats(stats: Stats, n: int) -> None:
     assert stats.examples >= n
     # the generator is worth running: a fair share of specs deadlock, and lockdocs speaks up
     assert stats.with_deadlock >= n // 20
-    assert stats.incomplete <= n // 100
+    # issue 17's bar: under 1% of specs with a finding and no deadlock
+    assert stats.fp_specs < n / 100, stats.fp_findings
+    assert stats.incomplete <= n // 16
 
 
 def test_every_oracle_deadlock_is_reported() -> None:

@@ -321,7 +321,12 @@ class Flattener:
         out: list[_State] = []
         mode = self._mode(step)
         loops = frame.loops
-        order = step.order or (loops[-1].order if loops else None)
+        # A loop's order is the order its iterations visit things in: a named instance taken
+        # in its body is the same row in every iteration, in no order unless the take says so
+        # (two runs can name a and b the other way round).
+        order = step.order
+        if order is None and step.instance is None and loops:
+            order = loops[-1].order
         for instance, run in targets:
             # (positional: a take is the hottest path of the analysis)
             ev = Event(

@@ -524,7 +524,8 @@ def _step_schema() -> dict[str, Any]:
             },
             "order": _s(
                 "The order this take follows relative to the path's other instances of the "
-                "lock; inside a loop it overrides the loop's order."
+                "lock; inside a loop it overrides the loop's order. A named instance follows "
+                "only its own order:, never the loop's."
             ),
             "option": _s("nowait or skip locked.", enum=["nowait", "skip locked"]),
             "try": _s(
