@@ -411,11 +411,11 @@ class Model:
     code: tuple[CodeGlob, ...] = ()
     # Server processes per backend (None: every backend); 1 unless locks.yaml says replicas:.
     replicas: tuple[tuple[str | None, int], ...] = ()
+    limits: Limits = field(default_factory=Limits)
 
     def replicas_on(self, backend: str | None) -> int:
         found = dict(self.replicas)
         return found.get(backend, found.get(None, 1))
-    limits: Limits = field(default_factory=Limits)
 
     def issue_link(self, number: int) -> str | None:
         if not self.issue_url:
