@@ -572,6 +572,11 @@ FIXED_FN.update(
             (POOL,),
             (Path("settle", (Loop("sorted", (Take("pool", NKU),), "pool"), Take("pool", NKU))),),
         ),
+        # class 4: SHARE, then SHARE UPDATE EXCLUSIVE (conflicts with SHARE, not itself).
+        "table-share-then-share-update-exclusive": Spec(
+            (Lock("orders", "table", True, ("share", "share update exclusive")),),
+            (Path("rebuild", (Take("orders", "share"), Take("orders", "share update exclusive"))),),
+        ),
         # class 3: FOR KEY SHARE SKIP LOCKED, then FOR UPDATE.
         "upgrade-after-skip-locked": Spec(
             (Lock("job", "row", True, ("for key share", "for update")),),

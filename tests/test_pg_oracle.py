@@ -35,9 +35,11 @@ ISSUE_17 = (
     "take-after-sorted-loop",
     "upgrade-after-skip-locked",
     "table-share-then-row-exclusive",
+    "table-share-then-share-update-exclusive",
     "three-through-sorted-loop",
     "row-queue-behind-waiter",
     "named-instance-in-sorted-loop",
+    "named-instances-in-sorted-loop-body",
     "gate-only-in-loop",
 )
 

@@ -117,10 +117,23 @@ class Compiler:
         return "session" if self.kind(lock_id) == "memory" else self.model.locks[lock_id].scope
 
     def loop_orders(self, loop: m.Loop) -> list[tuple[int, ...]]:
+        """The orders the loop may visit its elements in: ascending when its order is the
+        declared instance order of its element lock (the first lock taken in the body, by an
+        unnamed take, whose declared order that is), any order otherwise."""
         subsets = [c for r in range(1, len(DOMAIN) + 1) for c in itertools.combinations(DOMAIN, r)]
-        taken = {s.lock for s in loop.steps if isinstance(s, m.Take)}
-        declared = {self.model.locks[lk].instance_order for lk in taken}
-        if loop.order is not None and declared == {loop.order}:
+        element = next(
+            (
+                s.lock
+                for s in loop.steps
+                if isinstance(s, m.Take)
+                and s.instance is None
+                and not s.again
+                and not self.model.locks[s.lock].singleton
+                and self.model.locks[s.lock].instance_order == loop.order
+            ),
+            None,
+        )
+        if loop.order is not None and element is not None:
             return subsets
         return [p for s in subsets for p in itertools.permutations(s)]
 
@@ -140,7 +153,7 @@ class Compiler:
             key = (step.lock, step.instance)
             if key in st.labels:
                 return [(st.labels[key], st)]
-            used = {v for (lk, _), v in st.labels.items() if lk == step.lock}
+            used = {v for (lk, nm), v in st.labels.items() if lk == step.lock and nm != ""}
             out = []
             for d in DOMAIN:
                 if d in used or d <= above:
@@ -152,7 +165,20 @@ class Compiler:
         if st.loops and not step.again:
             return [(st.loops[-1], st)]
         have = sorted({inst for (lk, inst) in st.held if lk == step.lock})
-        return [(d, st.fork()) for d in (have or DOMAIN) if d > above or d in have]
+        if step.again and have:
+            return [(d, st.fork()) for d in have]
+        # The path's one instance: chosen once (a SKIP LOCKED take of it holds nothing, and a
+        # later take is still that row); it may or may not be one a loop took.
+        key = (step.lock, "")
+        if key in st.labels:
+            return [(st.labels[key], st)]
+        out = []
+        for d in DOMAIN:
+            if d > above or d in have:
+                s = st.fork()
+                s.labels[key] = d
+                out.append((d, s))
+        return out
 
     def take(self, step: m.Take, st: _State) -> list[_State]:
         out = []

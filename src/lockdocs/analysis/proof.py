@@ -32,6 +32,10 @@ class Hop:
     transaction_kind: str | None = None
     through: tuple[str, ...] = ()  # run: chain, outermost first
     upgrade: bool = False  # wants the very instance it holds (a stronger mode of it)
+    # A hop that waits first in a row's queue (holds: the row, held_mode: "tuple lock"): the
+    # transaction whose hold of the row (held_mode) makes the previous hop's request wait and
+    # so queue behind this one; it is not on the cycle itself.
+    queued_by: Hop | None = None
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,7 @@ def hop(e: Edge, upgrade: bool = False) -> Hop:
         e.txkind,
         e.through,
         upgrade,
+        hop(e.queued_by) if e.queued_by is not None else None,
     )
 
 

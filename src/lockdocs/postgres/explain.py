@@ -224,6 +224,10 @@ class Explainer:
     def takers(self, holds: LockRef | None, wants: LockRef) -> tuple[Taker, ...]:
         out: dict[tuple[str, str], Taker] = {}
         held = set(holds.locks) if holds else set()
+        if holds and holds.postgres.endswith("on a tuple") and held == set(wants.locks):
+            # What it holds is the row's tuple lock, taken to wait for that row first in the
+            # row's queue (README.tuplock): no lock it took before, so any take of it fits.
+            held = set()
         for ev in self.events:
             if ev.lock not in wants.locks:
                 continue

@@ -4,7 +4,9 @@ Transaction i of the proof becomes session Ti. First every session takes what it
 holds when it asks (in the order it took it), then each asks for the lock it wants, in the
 reported order: each ask but the last must wait, and the last closes the cycle. The lock both
 sides of a hop name is one concrete instance (row 1 of the table, say); any other instance a
-session holds is a row of its own, so only the reported locks meet.
+session holds is a row of its own, so only the reported locks meet. A cycle through a row's wait
+queue (LD201 with a "(queue)" hop) gets one more session, the transaction whose hold of the row
+makes the later request wait, and its asks start with the one first in the queue.
 
 The expected answer: 40P01 (deadlock detected), or 55P03 when a transaction kind on the cycle
 bounds its waits by a lock_timeout shorter than the deadlock_timeout assumed for production
@@ -122,15 +124,25 @@ class _Instances:
 
 
 def _cycle_numbers(proof: Proof, inst: _Instances) -> list[int]:
-    """The instance each hop holds that the previous hop wants."""
-    out: list[int] = []
-    for i, h in enumerate(proof.hops):
+    """The instance each hop holds that the previous hop wants. A hop first in a row's queue
+    holds that row's tuple lock: the row the next hop holds, which the previous hop wants too."""
+    hops = proof.hops
+    out: list[int] = [0] * len(hops)
+    for i, h in enumerate(hops):
+        if h.queued_by is not None:
+            continue
         if proof.kind == "upgrade":
             n = 1
         else:
-            n = 1 + sum(1 for g in proof.hops[:i] if g.holds == h.holds)
+            n = 1 + sum(1 for g in hops[:i] if g.holds == h.holds and g.queued_by is None)
         inst.fix(h.holds, h.held_instance, i, n)
-        out.append(n)
+        out[i] = n
+    for i, h in enumerate(hops):
+        j = (i + 1) % len(hops)
+        while hops[j].queued_by is not None and j != i:
+            j = (j + 1) % len(hops)
+        if h.queued_by is not None:
+            out[i] = out[j] or 1
     return out
 
 
@@ -214,11 +226,36 @@ def from_finding(model: m.Model, d: Diagnostic, schema: str | None = None) -> Sc
             option = "skip locked" if held.maybe else None
             t, stmt = _take(model, backend, held.lock, mode, n, schema, option)
             add(Step(i, "take", held.lock, mode, t, stmt, line=held.acquired_at))
+    # A row's queue: the transaction whose hold makes a later request wait (and so queue behind
+    # the hop first in the queue) is a session of its own, holding the row before the asks.
+    extra: list[Session] = []
     for i, h in enumerate(proof.hops):
-        n = cycle[i] if proof.kind == "upgrade" else cycle[(i + 1) % k]
+        by = h.queued_by
+        if by is None:
+            continue
+        j = k + len(extra)
+        extra.append(_session(model, j, by))
+        for held in by.held:
+            mode = _mode_on(model, held.lock, held.mode, backend)
+            if held.lock == h.wants and held.mode == by.held_mode:
+                n = cycle[i]
+            else:
+                n = inst.get(held.lock, f"{held.instance}@queue", j)
+            t, stmt = _take(model, backend, held.lock, mode, n, schema)
+            add(Step(j, "take", held.lock, mode, t, stmt, line=held.acquired_at))
+    # The asks in cycle order; with a queue, the hop first in it asks first (a request queues
+    # only behind a waiter already there).
+    first = next((i for i, h in enumerate(proof.hops) if h.queued_by is not None), 0)
+    for i in (*range(first, k), *range(first)):
+        h = proof.hops[i]
+        if h.queued_by is not None:
+            n = cycle[i]
+        else:
+            n = cycle[i] if proof.kind == "upgrade" else cycle[(i + 1) % k]
         mode = _mode_on(model, h.wants, h.wanted_mode, backend)
         t, stmt = _take(model, backend, h.wants, mode, n, schema)
         add(Step(i, "want", h.wants, mode, t, stmt, location=h.location))
+    sessions = (*sessions, *extra)
     expected, why = _expectation(model, proof, sessions, backend)
     return Scenario(
         **base,  # type: ignore[arg-type]
