@@ -64,18 +64,6 @@ def _cases() -> list[object]:
     return params
 
 
-def run_text(case: Path) -> str:
-    proc = subprocess.run(
-        [sys.executable, "-m", "lockdocs", "check", "--no-drift", "--root", str(case)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc.stdout
-
-
 def run_check(case: Path) -> tuple[int, dict[str, object]]:
     proc = subprocess.run(
         [
@@ -123,18 +111,6 @@ def test_spec_findings(case: Path, cli_results: dict[Path, tuple[int, dict[str, 
     blocking = any(c in ERROR_CODES and not waived for c, _, waived in expected)
     refused = any(c == "LD209" for c, _, _ in expected)
     assert code == (2 if refused else 1 if blocking else 0), f"exit code {code}\n{detail}"
-
-
-@pytest.mark.parametrize(
-    "case",
-    [c for c in _cases() if (c.values[0] / "output.txt").exists()],  # type: ignore[attr-defined]
-)
-def test_spec_output(case: Path, update_golden: bool) -> None:
-    text = run_text(case)
-    golden = case / "output.txt"
-    if update_golden:
-        golden.write_text(text, encoding="utf-8")
-    assert text == golden.read_text(encoding="utf-8")
 
 
 def run_text(case: Path) -> str:

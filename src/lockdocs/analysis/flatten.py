@@ -332,7 +332,7 @@ class Flattener:
             ev = Event(
                 "acquire", path.id, step.location, st.held, st.transaction, st.txkind,
                 st.branch, lock_id, mode, instance, run, bool(loops), order, step.via,
-                frame.through, step.option, step.implicit, step.changes_key, "", step.note,
+                frame.through, step.how_it_avoids_waiting, step.implicit, step.changes_key, "", step.note,
                 False, (), frame.loop_ids,
             )  # fmt: skip
             for h in st.held:
@@ -854,9 +854,10 @@ def flatten_all(model: m.Model, backend: str | None = None, only: str | None = N
     to analyse, if any (the walk stops there: the run cannot be trusted past it)."""
     f = Flattener(model, backend)
     refusals: list[Refusal] = []
-    for pid, path in model.paths.items():
-        if only is not None and pid != only:
-            continue
+    # one path's, `only`: looked up, not searched for, so the page's one call per path stays
+    # linear in paths
+    chosen = model.paths.items() if only is None else [(only, model.paths[only])]
+    for pid, path in chosen:
         if not path.standalone and only is None:
             continue
         try:

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple, TypeVar
 
+from lockdocs import model as m
 from lockdocs.analysis.flatten import Event, Held
 from lockdocs.diagnostics import Location
 from lockdocs.rules.context import Context
@@ -92,7 +93,7 @@ def _edges_of(ev: Event, ctx: Context, backend: str | None) -> list[Edge]:
     out: list[Edge] = []
     lock = ctx.model.locks[ev.lock]
     upgrade_from = ev.upgrade_from if ev.kind == "upgrade" else ()
-    never_waits = ev.option in ("nowait", "skip locked")
+    never_waits = ev.option in m.NEVER_WAITS
     for h in ev.held:
         if h.lock == ev.lock and (h.instance == ev.instance or lock.singleton):
             continue

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from lockdocs import model as m
 from lockdocs.analysis.cycles import Cycle, gate, instance_clashes
 from lockdocs.analysis.graph import Edge
 from lockdocs.analysis.proof import proof
@@ -385,7 +386,7 @@ def check_upgrades(ctx: Context) -> Iterable[Diagnostic]:
     # that may have skipped the row still counts when it did lock it.
     upgrades: list[tuple[Edge, str]] = []
     for ev in ctx.all_events:
-        if ev.kind != "upgrade" or ev.option in ("nowait", "skip locked"):
+        if ev.kind != "upgrade" or ev.option in m.NEVER_WAITS:
             continue
         held_at = min(
             (h.acquired_at for h in ev.held if h.lock == ev.lock and h.instance == ev.instance),
