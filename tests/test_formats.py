@@ -467,3 +467,150 @@ def test_try_is_compared_with_the_code(tmp_path: Path) -> None:
     result = run_cli("check", "--no-drift", "--root", str(blocking), "--format", "json")
     found = [d for d in result.json()["diagnostics"] if d["code"] == "LD703"]
     assert len(found) == 1 and "declared try:" in found[0]["message"], result.out
+
+
+# --- parent gates --------------------------------------------------------------------------------
+
+PARENT_LOCKS = """\
+lockdocs: 1
+page: {title: Locks}
+locks:
+  run:
+    title: Run row
+    kind: row
+    table: app.runs
+    modes: {for no key update: processing}
+  job:
+    title: Job row
+    kind: row
+    table: app.jobs
+    modes: {for no key update: processing}
+    instances: {within: run}
+  ledger:
+    title: Ledger row
+    kind: row
+    table: app.ledgers
+    modes: {for no key update: billing}
+"""
+
+PARENT_PATHS = """\
+group: Runs
+paths:
+  finish-job:
+    title: Finish a job, then bill it
+    steps:
+      - take: run
+        instance: this run
+      - take: job
+        under: this run
+      - take: ledger
+  bill-run:
+    title: Bill a run, then close its job
+    steps:
+      - take: run
+      - take: ledger
+      - take: job
+"""
+
+PARENT_BAD: list[tuple[str, str, str, str, str, int, int, str]] = [
+    (
+        "within-an-unknown-lock",
+        PARENT_LOCKS.replace("within: run", "within: rnu"),
+        PARENT_PATHS,
+        "LD004",
+        "locks.yaml",
+        14,
+        25,
+        "unknown lock 'rnu'",
+    ),
+    (
+        "within-comes-back",
+        PARENT_LOCKS.replace(
+            "    modes: {for no key update: processing}\n  job:",
+            "    modes: {for no key update: processing}\n    instances: {within: job}\n  job:",
+        ),
+        PARENT_PATHS,
+        "LD003",
+        "locks.yaml",
+        9,
+        25,
+        "within: comes back to 'run': run -> job -> run",
+    ),
+    (
+        "within-a-singleton",
+        PARENT_LOCKS.replace("    table: app.runs\n", "    table: app.runs\n    singleton: true\n"),
+        PARENT_PATHS,
+        "LD003",
+        "locks.yaml",
+        15,
+        25,
+        "one lock for the whole database",
+    ),
+    (
+        "under-without-within",
+        PARENT_LOCKS,
+        PARENT_PATHS.replace(
+            "      - take: ledger\n  bill", "      - take: ledger\n        under: x\n  bill"
+        ),
+        "LD003",
+        "paths/p.yaml",
+        11,
+        9,
+        "declares no parent",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("locks", "paths", "code", "file", "line", "column", "words"),
+    [c[1:] for c in PARENT_BAD],
+    ids=[c[0] for c in PARENT_BAD],
+)
+def test_bad_parent_is_located(
+    tmp_path: Path,
+    locks: str,
+    paths: str,
+    code: str,
+    file: str,
+    line: int,
+    column: int,
+    words: str,
+) -> None:
+    root = _project(tmp_path, locks, paths)
+    result = run_cli("check", "--root", str(root), "--format", "json")
+    assert result.code == 2, result.out + result.err
+    assert "Traceback" not in result.err
+    diags = [d for d in result.json()["diagnostics"] if d["code"] == code]
+    assert diags, result.out
+    d = diags[0]
+    assert (d["file"], d["line"], d["column"]) == (file, line, column), d
+    assert words in d["message"], d["message"]
+    assert d["hint"]
+
+
+def test_a_parent_gate_on_the_page_and_in_the_export(tmp_path: Path) -> None:
+    root = _project(tmp_path, PARENT_LOCKS, PARENT_PATHS)
+    assert run_cli("check", "--no-drift", "--root", str(root)).code == 0
+    # the same paths without the parent: job and ledger the other way round is a deadlock
+    bare = _project(
+        tmp_path / "bare",
+        PARENT_LOCKS.replace("    instances: {within: run}\n", ""),
+        PARENT_PATHS.replace("        under: this run\n", ""),
+    )
+    found = run_cli("check", "--no-drift", "--root", str(bare), "--format", "json").json()
+    assert [d["code"] for d in found["diagnostics"]] == ["LD201"]
+    assert run_cli("build", "--root", str(root), "--no-svg").code == 0
+    page = (root / "docs" / "database-locks.md").read_text(encoding="utf-8")
+    for line in (
+        "- **Belongs to:** one [Run row](#lock-run) each.",
+        "- **Owns:** the instances of [Job row](#lock-job);",
+        "2. Takes [Job row](#lock-job) of [Run row](#lock-run) (this run) **FOR NO KEY UPDATE**",
+        "They never deadlock: each takes [Job row](#lock-job) only while holding the "
+        "[Run row](#lock-run) it belongs to, in modes that conflict",
+    ):
+        assert line in page, line
+    exported = json.loads(run_cli("export", "--root", str(root)).out)
+    job = next(lk for lk in exported["locks"] if lk["id"] == "job")
+    assert job["within"] == "run"
+    finish = next(p for p in exported["paths"] if p["id"] == "finish-job")
+    assert finish["steps"][1]["under"] == "this run"

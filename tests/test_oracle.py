@@ -388,6 +388,67 @@ def test_three_transactions_through_a_sorted_loop() -> None:
     assert explore(spec, Options(max_txns=2, queue_txns=2)).deadlocks == []
 
 
+def test_a_try_never_waits_and_what_it_got_is_held() -> None:
+    tried = Take("ledger", NKU, option="try")
+    # the try would close the cycle: it gives up instead
+    gave_up = Spec(
+        (ROW, LEDGER),
+        (
+            Path("post", (Take("ledger", NKU), Take("account", NKU))),
+            Path("sweep", (Take("account", NKU), tried)),
+        ),
+    )
+    assert _deadlocks(gave_up) == []
+    # what a try got is held: the sweep holds the ledger and waits for the account
+    holds = Spec(
+        (ROW, LEDGER),
+        (
+            Path("post", (Take("account", NKU), Take("ledger", NKU))),
+            Path("sweep", (tried, Take("account", NKU))),
+        ),
+    )
+    assert _deadlocks(holds)
+    assert "try: gives up" in render(holds)["paths/p.yaml"]
+
+
+RUN = Lock("run", "row", False, (NKU, "for key share"))
+JOB = Lock("job", "row", False, (NKU,), within="run")
+
+
+def test_a_parent_serializes_its_children() -> None:
+    loop = Loop("arbitrary", (Take("job", NKU),), "job")
+    gated = Spec((RUN, JOB), (Path("process", (Take("run", NKU), loop)),))
+    assert _deadlocks(gated) == []
+    assert "within: run" in render(gated)["locks.yaml"]
+    assert lockdocs_findings(gated) == []
+    # held FOR KEY SHARE, two runs share the parent and the unordered jobs deadlock
+    shared = Spec((RUN, JOB), (Path("process", (Take("run", "for key share"), loop)),))
+    assert _deadlocks(shared)
+    # without the parent held, the jobs are parent 1's and meet the other path's
+    orphan = Spec(
+        (RUN, JOB),
+        (Path("process", (Take("run", NKU), loop)), Path("retry", (loop,))),
+    )
+    assert any("retry" in d for d in _deadlocks(orphan))
+    # under: names the parent; the run labelled a is held FOR KEY SHARE, b FOR NO KEY UPDATE
+    under = Spec(
+        (RUN, JOB),
+        (
+            Path(
+                "move",
+                (
+                    Take("run", "for key share", "a"),
+                    Take("run", NKU, "b"),
+                    Loop("arbitrary", (Take("job", NKU, under="a"),), "job"),
+                ),
+            ),
+        ),
+    )
+    # (three runs: two moves share source 1, each with a target of its own)
+    assert _deadlocks(under, domain=(1, 2, 3), max_txns=2)
+    assert "under: a" in render(under)["paths/p.yaml"]
+
+
 def test_schedule_explains_a_deadlock() -> None:
     spec = Spec((GATE,), (Path("p", (Take("gate", "shared"), Take("gate", "exclusive"))),))
     ex = Explorer(spec)
@@ -802,6 +863,9 @@ class Stats:
     # findings of incomplete searches that no deadlock found confirms (not judged either way)
     unjudged_findings: int = 0
     samples: dict[str, list[str]] = field(default_factory=dict)  # a few specs per known kind
+    # specs with each issue-14 construct (try, within, under, set), and of those with a deadlock
+    constructs: Counter[str] = field(default_factory=Counter)
+    construct_deadlocks: Counter[str] = field(default_factory=Counter)
     states: int = 0
     max_states: int = 0
     oracle_seconds: float = 0.0
@@ -817,8 +881,32 @@ class Stats:
         d = dict(self.__dict__)
         d["known_fn"] = dict(self.known_fn)
         d["fp_findings"] = dict(self.fp_findings)
+        d["constructs"] = dict(self.constructs)
+        d["construct_deadlocks"] = dict(self.construct_deadlocks)
         d["fp_rate"] = round(self.fp_specs / max(1, self.with_findings), 4)
         return d
+
+
+def constructs(spec: Spec) -> set[str]:
+    """The issue-14 constructs a spec uses."""
+    found = {"within"} if any(lk.within for lk in spec.locks) else set()
+
+    def walk(steps: tuple[object, ...]) -> None:
+        for s in steps:
+            if isinstance(s, Take):
+                if s.option == "try":
+                    found.add("try")
+                if s.under:
+                    found.add("under")
+            elif isinstance(s, Loop):
+                walk(s.body)
+            elif isinstance(s, Branch):
+                for alt in s.alternatives:
+                    walk(alt)
+
+    for p in spec.paths:
+        walk(p.steps)
+    return found
 
 
 def _failure(spec: Spec, missed: list[object], findings: list[object]) -> str:
@@ -871,6 +959,9 @@ def run_property(
         stats.max_states = max(stats.max_states, result.states)
         stats.incomplete += not result.complete
         stats.with_deadlock += bool(result.deadlocks)
+        for c in constructs(spec):
+            stats.constructs[c] += 1
+            stats.construct_deadlocks[c] += bool(result.deadlocks)
         stats.with_findings += bool(findings)
         stats.deadlocks += len(result.deadlocks)
         stats.three_transaction_deadlocks += sum(len(d.hops) == 3 for d in result.deadlocks)
@@ -917,6 +1008,9 @@ def _check_stats(stats: Stats, n: int) -> None:
     assert stats.examples >= n
     # the generator is worth running: a fair share of specs deadlock, and lockdocs speaks up
     assert stats.with_deadlock >= n // 20
+    # the issue-14 constructs are drawn often enough to mean something
+    for c in ("try", "within"):
+        assert stats.constructs[c] >= n // 20, stats.constructs
     # issue 17's bar: under 1% of specs with a finding and no deadlock
     assert stats.fp_specs < n / 100, stats.fp_findings
     assert stats.incomplete <= n // 16

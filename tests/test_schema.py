@@ -76,6 +76,9 @@ def test_lock_schema_and_model_in_step() -> None:
     props = set(locks_schema()["properties"]["locks"]["additionalProperties"]["properties"])
     model_fields = _fields(m.Lock) - {"id", "location"}
     mapped = {RENAMED.get(p, p) for p in props}
+    # instances: holds order (instance_order) and within
+    lock = locks_schema()["properties"]["locks"]["additionalProperties"]
+    mapped |= set(lock["properties"]["instances"]["properties"]) - {"order"}
     assert mapped == model_fields, mapped ^ model_fields
 
 

@@ -75,6 +75,7 @@ def lock_json(lock: m.Lock) -> dict[str, Any]:
         "referenced_by_foreign_keys": lock.referenced_by_foreign_keys,
         "references": [{"table": r.table, "column": r.column} for r in lock.references],
         "instance_order": lock.instance_order,
+        "within": lock.within,
         "cluster_wide": lock.cluster_wide,
         "backends": [
             {
@@ -127,6 +128,7 @@ def _step_body(step: m.Step) -> dict[str, Any]:
             "order": step.order,
             "option": step.option,
             "try": step.attempt,
+            "under": step.under,
             "implicit": step.implicit,
             "derived": step.derived,
             "line": line,

@@ -111,7 +111,7 @@ class Reference:
     Inserting such a row, or updating the column, takes FOR KEY SHARE on the parent row."""
 
     table: str
-    column: str
+    column: str | None = None  # None: not declared (an update is taken to set it)
 
 
 @dataclass(frozen=True)
@@ -132,6 +132,8 @@ class Lock:
     references: tuple[Reference, ...] = ()
     singleton: bool = False
     instance_order: str | None = None
+    # instances: {within: P}: every instance belongs to one instance of lock P (a job to a run).
+    within: str | None = None
     # The key names an object of the whole cluster (a role), not of one database.
     cluster_wide: bool = False
     backends: tuple[Backend, ...] = ()
@@ -199,6 +201,8 @@ class Take:
     derived: str | None = None
     # try: a take that never waits; what the code does when the lock is not free.
     attempt: str | None = None
+    # For a lock `within:` a parent: the parent instance (its instance: name) this one is under.
+    under: str | None = None
 
     @property
     def how_it_avoids_waiting(self) -> str | None:

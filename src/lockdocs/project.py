@@ -446,6 +446,7 @@ class _Resolver:
                 references=self.references(lid, kind, raw),
                 singleton=bool(singleton),
                 instance_order=(raw.get("instances") or {}).get("order"),
+                within=(raw.get("instances") or {}).get("within"),
                 cluster_wide=self.cluster_wide(lid, kind, raw),
                 backends=backends,
                 takers=tuple(takers),
@@ -454,6 +455,44 @@ class _Resolver:
                 issues=tuple(raw.get("issues") or ()),
             )
         return out
+
+    def parents(self, locks: dict[str, m.Lock]) -> None:
+        """instances: {within: P}: P is another declared lock with instances of its own, and
+        following within: from any lock never comes back to it."""
+        for lid, lock in locks.items():
+            parent = lock.within
+            if parent is None:
+                continue
+            where = ("locks", lid, "instances", "within")
+            if not self.lock_ref(self.ld, where, parent, locks):
+                continue
+            if lock.singleton:
+                self.err(
+                    "LD003",
+                    self.ld.loc(where),
+                    f"'{lid}' is one lock for the whole database; it has no instances to "
+                    "belong to a parent",
+                    "remove within:, or the fixed key / singleton: that makes it one lock",
+                )
+            elif locks[parent].singleton:
+                self.err(
+                    "LD003",
+                    self.ld.loc(where),
+                    f"'{parent}' is one lock for the whole database, so it already keeps "
+                    "every holder apart; its instances cannot own others",
+                    "remove within:; holding a singleton in conflicting modes is a gate anyway",
+                )
+            seen = [lid]
+            while parent is not None and parent in locks and parent not in seen:
+                seen.append(parent)
+                parent = locks[parent].within
+            if parent == lid:
+                self.err(
+                    "LD003",
+                    self.ld.loc(where),
+                    "within: comes back to '" + lid + "': " + " -> ".join([*seen, lid]),
+                    "each instance belongs to an instance of another lock; break the loop",
+                )
 
     def scope(self, lid: str, kind: str, raw: dict[str, Any]) -> str:
         """A memory lock is process-local unless it says session; only memory locks can be."""
@@ -534,7 +573,7 @@ class _Resolver:
                 f"{an(kind)} lock has no rows for a foreign key to reference",
                 "references: belongs on a row lock; remove it here",
             )
-        return tuple(m.Reference(r["table"], r["column"]) for r in refs)
+        return tuple(m.Reference(r["table"], r.get("column")) for r in refs)
 
     def code(self) -> tuple[m.CodeGlob, ...]:
         out = []
@@ -746,6 +785,15 @@ class _Resolver:
         mode = self.mode_ok(doc, p, lock, raw.get("mode"))
         option = raw.get("option")
         attempt = raw.get("try")
+        under = raw.get("under")
+        if under is not None and lock.within is None:
+            self.err(
+                "LD003",
+                doc.loc((*p, "under"), key=True),
+                f"under: names the parent instance of a take, and '{name}' declares no parent",
+                f"declare instances: {{within: <parent lock>}} on '{name}' in locks.yaml, or "
+                "remove under:",
+            )
         if option and lock.kind != "row":
             self.err(
                 "LD006",
@@ -774,6 +822,7 @@ class _Resolver:
             order=raw.get("order"),
             option=option,
             attempt=attempt,
+            under=under,
             implicit=raw.get("implicit"),
             changes_key=bool(raw.get("changes_key", False)),
             backend=raw.get("backend"),
@@ -1009,6 +1058,7 @@ class _Resolver:
 
     def build(self) -> m.Model | None:
         locks = self.locks()
+        self.parents(locks)
         transactions = self.transactions(locks)
         paths, groups = self.paths(locks, transactions)
         rules = self.rules(locks, transactions)
@@ -1103,7 +1153,12 @@ def foreign_key_takes(write: m.Write, locks: dict[str, m.Lock]) -> list[m.Take]:
         for ref in lock.references:
             if ref.table != table:
                 continue
-            if write.update is not None and write.columns and ref.column not in write.columns:
+            if (
+                write.update is not None
+                and write.columns
+                and ref.column is not None
+                and ref.column not in write.columns
+            ):
                 continue
             how = "insert into" if write.insert else "update of"
             for backend in _row_backends(lock, write.backend):
@@ -1113,9 +1168,12 @@ def foreign_key_takes(write: m.Write, locks: dict[str, m.Lock]) -> list[m.Take]:
                         mode="for key share",
                         location=write.location,
                         instance=write.instance,
-                        implicit=f"the foreign-key check of {table}.{ref.column}",
+                        implicit=f"the foreign-key check of {table}"
+                        + (f".{ref.column}" if ref.column else ""),
                         backend=backend,
-                        derived=f"{how} {table} ({ref.column} references {lock.table})",
+                        derived=f"{how} {table} ("
+                        + (f"{ref.column} references" if ref.column else "a foreign key to")
+                        + f" {lock.table})",
                     )
                 )
     return out

@@ -172,7 +172,8 @@ class _Compiler:
                     ref = "loop"
                 else:
                     ref = "default"
-                code.append(("acq", li, st.mode, ref, st.option or ""))
+                under = LABELS.index(st.under) if st.under in LABELS else -1
+                code.append(("acq", li, st.mode, ref, st.option or "", under))
             elif isinstance(st, Loop):
                 by = self.lock_index[st.by] if st.by is not None else -1
                 code.append(("loop_start", st.order, by))
@@ -232,7 +233,12 @@ class Explorer:
         self.keep = [lk.held_across_commit for lk in spec.locks]
         self.singleton = [lk.singleton for lk in spec.locks]
         self.nlocks = len(spec.locks)
-        self.no_labels = (0,) * (3 * self.nlocks)
+        # per class: the instances labelled a and b, the transaction's one instance, and (for
+        # a class others are within) the instance of it granted last, their parent
+        self.no_labels = (0,) * (4 * self.nlocks)
+        index = {lk.name: i for i, lk in enumerate(spec.locks)}
+        self.parent = [index[lk.within] if lk.within else -1 for lk in spec.locks]
+        self.is_parent = [i in self.parent for i in range(self.nlocks)]
         self.no_choice = (0,) * self.nlocks
         # every (lock, mode) each path may request
         self.requests = [
@@ -260,10 +266,11 @@ class Explorer:
         ins = self.code[pi][pc]
         op = ins[0]
         if op == "acq":
-            _, li, mode, ref, option = ins
+            _, li, mode, ref, option, under = ins
             assert isinstance(li, int) and isinstance(mode, str) and isinstance(ref, str)
+            assert isinstance(under, int)
             out: list[Local] = []
-            for inst, lab, lps in self._instances(li, ref, labels, loops, held):
+            for inst, lab, lps in self._child(li, ref, under, labels, loops, held):
                 if (li, inst, mode) in held:  # re-entrant: granted at once
                     out.append((pi, pc + 1, lab, lps, held, ()))
                 else:
@@ -288,10 +295,52 @@ class Explorer:
             return [(pi, target, labels, loops, held, ()) for target in ins[1]]
         if op == "commit":
             kept = tuple(h for h in held if self.keep[h[0]])
-            return [(pi, pc + 1, labels, loops, kept, ())]
+            return [(pi, pc + 1, self._forget_parents(labels, kept), loops, kept, ())]
         if op == "end":
             return [(pi, -1, self.no_labels, (), (), ())]
         raise AssertionError(ins)  # pragma: no cover
+
+    def _child(
+        self,
+        li: int,
+        ref: str,
+        under: int,
+        labels: tuple[int, ...],
+        loops: tuple[tuple[object, ...], ...],
+        held: tuple[tuple[int, int, str], ...],
+    ) -> list[tuple[int, tuple[int, ...], tuple[tuple[object, ...], ...]]]:
+        """_instances, with a class within a parent drawn among that parent's own instances:
+        child d of parent p is 10 * p + d (parent 1's when no parent is held)."""
+        found = self._instances(li, ref, labels, loops, held)
+        pl = self.parent[li]
+        if pl < 0 or ref == "single":
+            return found
+        out = []
+        for inst, lab, lps in found:
+            if inst >= 10:  # an instance already held (again): already its parent's
+                out.append((inst, lab, lps))
+                continue
+            p = lab[4 * pl + under] if under >= 0 else lab[4 * pl + 3]
+            out.append((10 * (p or 1) + inst, lab, lps))
+        return out
+
+    def _granted(self, labels: tuple[int, ...], li: int, inst: int) -> tuple[int, ...]:
+        """Labels after a grant of (li, inst): a parent class remembers it as the last one."""
+        if not self.is_parent[li]:
+            return labels
+        k = 4 * li + 3
+        return (*labels[:k], inst, *labels[k + 1 :])
+
+    def _forget_parents(
+        self, labels: tuple[int, ...], held: tuple[tuple[int, int, str], ...]
+    ) -> tuple[int, ...]:
+        """A parent no longer held (the commit released it) is no child's parent any more."""
+        out = list(labels)
+        for li, parent in enumerate(self.is_parent):
+            k = 4 * li + 3
+            if parent and out[k] and not any(h[0] == li and h[1] == out[k] for h in held):
+                out[k] = 0
+        return tuple(out)
 
     def _instances(
         self,
@@ -322,17 +371,17 @@ class Explorer:
                 out.append((d, labels, (*loops[:-1], frame)))
             return out
         if ref in LABELS:  # instances a and b of one class are distinct
-            k = 3 * li + LABELS.index(ref)
+            k = 4 * li + LABELS.index(ref)
             if labels[k]:
                 return [(labels[k], labels, loops)]
-            other = labels[3 * li + (1 - LABELS.index(ref))]
+            other = labels[4 * li + (1 - LABELS.index(ref))]
             return [
                 (d, (*labels[:k], d, *labels[k + 1 :]), loops)
                 for d in self.opt.domain
                 if d != other
             ]
         # default: the transaction's one instance of the class, chosen once (any instance)
-        k = 3 * li + 2
+        k = 4 * li + 2
         if labels[k]:
             return [(labels[k], labels, loops)]
         return [(d, (*labels[:k], d, *labels[k + 1 :]), loops) for d in self.opt.domain]
@@ -406,7 +455,7 @@ class Explorer:
                 li, inst, mode = t[5][0], t[5][1], t[5][2]
                 if (li, mode) in self.independent[t[0]]:  # nobody else could ever conflict
                     nheld = tuple(sorted({*t[4], (li, inst, mode)}))
-                    nt = (t[0], t[1] + 1, t[2], t[3], nheld, ())
+                    nt = (t[0], t[1] + 1, self._granted(t[2], li, inst), t[3], nheld, ())
                     return [(*state[:i], nt, *state[i + 1 :])], False
         out = []
         waiting = False
@@ -429,8 +478,10 @@ class Explorer:
             holders = self._holders(state, i, li, inst, mode)
             if not holders:
                 nheld = tuple(sorted({*held, (li, inst, mode)}))
-                nt = (pi, pc + 1, labels, loops, nheld, ())
-            elif option == "nowait":  # fails at once: the transaction aborts and the path ends
+                nt = (pi, pc + 1, self._granted(labels, li, inst), loops, nheld, ())
+            elif option in ("nowait", "try"):
+                # NOWAIT fails at once: the transaction aborts and the path ends; a try that
+                # finds the lock taken gives up the same way (the path ends, releasing all)
                 nt = (pi, -1, self.no_labels, (), (), ())
             elif option == "skip locked":  # the row is skipped
                 nt = (pi, pc + 1, labels, loops, held, ())

@@ -10,6 +10,8 @@ The mapping, one construct at a time:
   declared order, which makes C the loop's element lock); an arbitrary one: `order: arbitrary`.
 - a labelled take: `instance: a` / `instance: b`; `again`: `again: true`; a call: `run:`; a
   commit: `commit`.
+- a class within a parent: `instances: {order: ..., within: <parent>}`; a take under the
+  parent labelled a: `under: a`; a try: `try: gives up`.
 """
 
 from __future__ import annotations
@@ -25,7 +27,14 @@ def sorted_order(lock: str) -> str:
     return f"ascending {lock} id"
 
 
-def _lock(lk_name: str, kind: str, singleton: bool, modes: tuple[str, ...], scope: str) -> dict:
+def _lock(
+    lk_name: str,
+    kind: str,
+    singleton: bool,
+    modes: tuple[str, ...],
+    scope: str,
+    within: str | None = None,
+) -> dict:
     out: dict[str, object] = {"title": lk_name.upper(), "kind": kind}
     if kind == "advisory":
         if singleton:
@@ -47,6 +56,8 @@ def _lock(lk_name: str, kind: str, singleton: bool, modes: tuple[str, ...], scop
         raise ValueError(kind)
     if not singleton:
         out["instances"] = {"order": sorted_order(lk_name)}
+        if within:
+            out["instances"] = {"order": sorted_order(lk_name), "within": within}
     out["modes"] = dict.fromkeys(modes, "takers")
     return out
 
@@ -56,8 +67,12 @@ def _step(st: Step) -> object:
         d: dict[str, object] = {"take": st.lock, "mode": st.mode}
         if st.label:
             d["instance"] = st.label
-        if st.option:
+        if st.option == "try":
+            d["try"] = "gives up"
+        elif st.option:
             d["option"] = st.option
+        if st.under:
+            d["under"] = st.under
         if st.again:
             d["again"] = True
         return d
@@ -85,7 +100,8 @@ def _step(st: Step) -> object:
 def render(spec: Spec) -> dict[str, str]:
     """File name -> text."""
     locks = {
-        lk.name: _lock(lk.name, lk.kind, lk.singleton, lk.modes, lk.scope) for lk in spec.locks
+        lk.name: _lock(lk.name, lk.kind, lk.singleton, lk.modes, lk.scope, lk.within)
+        for lk in spec.locks
     }
     locks_doc = {"lockdocs": 1, "page": {"title": "Oracle"}, "locks": locks}
     paths: dict[str, object] = {}

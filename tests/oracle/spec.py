@@ -32,6 +32,9 @@ class Lock:
     singleton: bool = False
     modes: tuple[str, ...] = ("exclusive",)
     scope: str = "transaction"  # transaction | session (memory locks are always session)
+    # Each instance belongs to one instance of this other class (a job to its run): the
+    # instances of this class under parent p are its own, shared with no other parent.
+    within: str | None = None
 
     @property
     def held_across_commit(self) -> bool:
@@ -50,13 +53,20 @@ class Take:
     - outside a loop, an unlabelled take is the transaction's one instance of the class (chosen
       once, any instance: it may be one a loop took);
     - `again`: an instance the transaction already holds (any of them), else its one instance.
+    - of a class `within` a parent: the instance is one of the parent's own, the parent being
+      the instance of it taken last and still held, or the one labelled `under`; with none
+      held, one of parent 1's (it may meet those).
+
+    `option` try: a take that never waits; when the lock is not free the path gives up (the
+    transaction ends, releasing what it holds), as NOWAIT's error does.
     """
 
     lock: str
     mode: str
     label: str | None = None
-    option: str | None = None  # None | nowait | skip locked
+    option: str | None = None  # None | nowait | skip locked | try
     again: bool = False
+    under: str | None = None  # for a class within a parent: the parent's label ('a' or 'b')
 
 
 @dataclass(frozen=True)

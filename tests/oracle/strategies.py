@@ -8,9 +8,17 @@ classes their body takes, or arbitrary; their other classes get an instance per 
 two iterations may share), branches, calls of earlier paths, commits, and gates (a singleton lock
 taken first, in a random mode). A take after a loop of the same class is the path's one instance,
 which the loop may or may not have taken.
+
+Issue 14's constructs come last (`constructs`), drawn after the spec's shape so that the shapes
+stay those drawn before they existed: now and then a take becomes a try (on any kind: it gives
+up when the lock is taken), and one class's instances belong to another's (`within`), with
+paths that begin by taking the parent and then its children (in a loop, or one; sometimes
+under a labelled parent).
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from hypothesis import strategies as st
 
@@ -154,6 +162,58 @@ def specs(draw: st.DrawFn) -> Spec:
         if name in called:
             standalone = draw(st.booleans())
         paths.append(Path(name, body, standalone))
+    return draw(constructs(Spec(lks, tuple(paths))))
+
+
+def _one_in(draw: st.DrawFn, k: int) -> bool:
+    """True about once in k draws. (Hypothesis favours small and boundary integers, so a draw
+    of 0..k-1 compared with 0 comes true far more often than once in k.)"""
+    return draw(st.integers(0, 2**16 - 1)) % k == min(3, k - 1)
+
+
+@st.composite
+def parent_block(draw: st.DrawFn, lks: tuple[Lock, ...], child: Lock) -> tuple[Step, ...]:
+    """The parent (sometimes labelled a), then its children in a loop, or one of them."""
+    parent = next(lk for lk in lks if lk.name == child.within)
+    label = "a" if _one_in(draw, 4) else None
+    first = Take(parent.name, draw(st.sampled_from(parent.modes)), label)
+    inner = Take(child.name, draw(st.sampled_from(child.modes)), under=label)
+    if not _one_in(draw, 4):
+        order = draw(st.sampled_from(["sorted", "arbitrary", "arbitrary"]))
+        return (first, Loop(order, (inner,), child.name))
+    return (first, inner)
+
+
+@st.composite
+def constructs(draw: st.DrawFn, spec: Spec) -> Spec:
+    """Issue 14's constructs on a drawn spec: tries, and a class within a parent."""
+    lks = spec.locks
+    with_instances = [lk for lk in lks if not lk.singleton and lk.kind != "memory"]
+    child: Lock | None = None
+    if len(with_instances) >= 2 and not _one_in(draw, 3):
+        parent, child = draw(st.permutations(with_instances))[:2]
+        child = replace(child, within=parent.name)
+        lks = tuple(child if lk.name == child.name else lk for lk in lks)
+
+    def tries(steps: tuple[Step, ...]) -> tuple[Step, ...]:
+        out: list[Step] = []
+        for s in steps:
+            if isinstance(s, Take) and s.option is None and _one_in(draw, 40):
+                s = replace(s, option="try")
+            elif isinstance(s, Loop):
+                s = replace(s, body=tries(s.body))
+            elif isinstance(s, Branch):
+                s = Branch(tuple(tries(alt) for alt in s.alternatives))
+            out.append(s)
+        return tuple(out)
+
+    paths = []
+    for n, p in enumerate(spec.paths):
+        steps = tries(p.steps)
+        # the first path begins with the parent and its children (two runs of it meet there)
+        if child is not None and n == 0:
+            steps = (*draw(parent_block(lks, child)), *steps)
+        paths.append(Path(p.name, steps, p.standalone))
     return Spec(lks, tuple(paths))
 
 

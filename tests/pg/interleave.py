@@ -148,7 +148,11 @@ class Compiler:
         # already held (the order is modelled as ascending instance numbers).
         above = 0
         if step.order is not None and step.order == lock.instance_order:
-            above = max((inst for (lk, inst) in st.held if lk == step.lock), default=0)
+            # (a child's row is 10 * parent + its number among the parent's: see child())
+            above = max(
+                (inst % 10 if lock.within else inst for (lk, inst) in st.held if lk == step.lock),
+                default=0,
+            )
         if step.instance is not None:
             key = (step.lock, step.instance)
             if key in st.labels:
@@ -180,9 +184,24 @@ class Compiler:
                 out.append((d, s))
         return out
 
+    def child(self, step: m.Take, st: _State, inst: int) -> int:
+        """A lock declared instances: {within: P} has its own instances per instance of P:
+        child c of parent p is row 10 * p + c, so two parents never share a child. The parent
+        is the instance of P the take names with under:, else the one taken last; a child
+        taken with no parent held is one of parent 1's (it can meet those)."""
+        parent = self.model.locks[step.lock].within
+        if parent is None:
+            return inst
+        if step.under is not None:
+            p = st.labels.get((parent, step.under), 1)
+        else:
+            p = next((i for (lk, i) in reversed(st.held) if lk == parent), 1)
+        return 10 * p + inst
+
     def take(self, step: m.Take, st: _State) -> list[_State]:
         out = []
-        for inst, s in self.instances(step, st):
+        for raw, s in self.instances(step, st):
+            inst = self.child(step, s, raw) if raw < 10 else raw
             t = self.target(step.lock, inst)
             kind = self.kind(step.lock)
             option = step.how_it_avoids_waiting

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lockdocs.analysis.flatten import Event, Held
-from lockdocs.analysis.graph import Edge, LockGraph, strongly_connected
+from lockdocs.analysis.graph import Edge, LockGraph, parent_mode, strongly_connected
 from lockdocs.modes import conflicts
 from lockdocs.rules.context import Context
 
@@ -74,9 +74,31 @@ def gate(ctx: Context, a: Edge, b: Edge) -> str | None:
     return None
 
 
+def parent_gated(ctx: Context, wanting: Edge, holding_parent: str | None) -> bool:
+    """Is a wait of `wanting` for a transaction that holds the instance under a parent held in
+    `holding_parent` impossible? Both hold the parent of one child instance, so the same
+    parent instance: in conflicting modes, they never hold it at once (a parent gate)."""
+    if wanting.wanted_parent is None or holding_parent is None:
+        return False
+    parent = ctx.model.locks[wanting.dst].within
+    assert parent is not None
+    kind = ctx.lock_kind(parent, wanting.backend)
+    return conflicts(kind, wanting.wanted_parent, holding_parent)
+
+
 def _signature(e: Edge, ctx: Context) -> tuple[object, ...]:
     guards = tuple(sorted(_singleton_guards(ctx, e).items()))
-    return (e.held_mode, e.wanted_mode, e.ordered, e.order, e.upgrade_from, e.never_waits, guards)
+    return (
+        e.held_mode,
+        e.wanted_mode,
+        e.ordered,
+        e.order,
+        e.upgrade_from,
+        e.never_waits,
+        guards,
+        e.wanted_parent,
+        e.held_parent,
+    )
 
 
 def _representatives(edges: list[Edge], ctx: Context) -> list[Edge]:
@@ -96,7 +118,7 @@ def _representatives(edges: list[Edge], ctx: Context) -> list[Edge]:
 def _waits(ctx: Context, wanting: Edge, holding: Edge) -> bool:
     """Can `wanting`'s request wait for the transaction of `holding` (which holds
     `holding.src` in `holding.held_mode`)?"""
-    if wanting.never_waits:
+    if wanting.never_waits or parent_gated(ctx, wanting, holding.held_parent):
         return False
     kind = ctx.lock_kind(wanting.dst, wanting.backend)
     if not conflicts(kind, wanting.wanted_mode, holding.held_mode):
@@ -135,7 +157,9 @@ def _queue_hops(ctx: Context, backend: str | None, locks: set[str]) -> list[Edge
     for ev in ctx.events(backend):
         if ev.kind not in ("acquire", "upgrade") or ev.lock not in rows:
             continue
-        mine = Held(ev.lock, ev.mode, ev.instance, ev.run, ev.location.line)
+        mine = Held(ev.lock, ev.mode, ev.instance, ev.run, ev.location.line, parent=ev.parent)
+        # The parent (instances: {within: P}) the row is taken under, held for sure then.
+        parent = parent_mode(ev.held, ctx.model.locks[ev.lock].within, ev.parent)
         holding = Edge(
             ev.lock,
             ev.lock,
@@ -146,8 +170,9 @@ def _queue_hops(ctx: Context, backend: str | None, locks: set[str]) -> list[Edge
             (*ev.held, mine),
             backend=backend,
             through=ev.through,
+            held_parent=parent,
         )
-        key = (ev.mode, tuple(sorted(_singleton_guards(ctx, holding).items())))
+        key = (ev.mode, tuple(sorted(_singleton_guards(ctx, holding).items())), parent)
         holders.setdefault(ev.lock, {}).setdefault(key, holding)
         if ev.kind == "acquire" and ev.option is None:
             wkey = (
@@ -159,6 +184,7 @@ def _queue_hops(ctx: Context, backend: str | None, locks: set[str]) -> list[Edge
                         if not g.maybe and ctx.model.locks[g.lock].singleton
                     )
                 ),
+                parent,
             )
             waiters.setdefault(ev.lock, {}).setdefault(wkey, ev)
     out: list[Edge] = []
@@ -177,9 +203,10 @@ def _queue_hops(ctx: Context, backend: str | None, locks: set[str]) -> list[Edge
                 txkind=ev.txkind,
                 through=ev.through,
                 wanted_instance=ev.instance,
+                wanted_parent=parent_mode(ev.held, ctx.model.locks[lock].within, ev.parent),
             )
             for holding in holders.get(lock, {}).values():
-                if gate(ctx, waiting, holding):
+                if gate(ctx, waiting, holding) or parent_gated(ctx, waiting, holding.held_parent):
                     continue  # they never run at once
                 out.append(waiting._replace(queued=holding.held_mode, queued_by=holding))
     return out
@@ -226,17 +253,26 @@ class _Search:
         # sets); a hop's successors depend only on its own (lock wanted, modes, gate set), so
         # hops that share those share one list. That keeps a dense graph (many behaviours of
         # one pair of locks) from costing a gate check per pair of hops.
-        holders: dict[str, dict[tuple[str, int], list[int]]] = {}
-        waiters: dict[str, dict[tuple[str, str, int, int], list[int]]] = {}
+        holders: dict[str, dict[tuple[str, int, str | None], list[int]]] = {}
+        waiters: dict[str, dict[tuple[str, str, int, int, str | None, str | None], list[int]]] = {}
         self.wid: dict[int, int] = {}
         wids: dict[frozenset[tuple[str, str]], int] = {}
         for i, e in enumerate(reps):
             if e.queued is None:
-                holders.setdefault(e.src, {}).setdefault((e.held_mode, self.gid[i]), []).append(i)
+                key_h = (e.held_mode, self.gid[i], e.held_parent)
+                holders.setdefault(e.src, {}).setdefault(key_h, []).append(i)
             else:
                 w = self.witness[i]
                 self.wid[i] = wids.setdefault(frozenset(w.items()), len(wids)) if w else -1
-                key = (e.wanted_mode, e.queued, self.gid[i], self.wid[i])
+                witness = e.queued_by.held_parent if e.queued_by else None
+                key = (
+                    e.wanted_mode,
+                    e.queued,
+                    self.gid[i],
+                    self.wid[i],
+                    e.wanted_parent,
+                    witness,
+                )
                 waiters.setdefault(e.dst, {}).setdefault(key, []).append(i)
         cache: dict[tuple[object, ...], list[int]] = {}
         self.succ: dict[int, list[int]] = {}
@@ -244,7 +280,14 @@ class _Search:
             if e.never_waits:
                 self.succ[i] = []
                 continue
-            same = (e.dst, e.wanted_mode, e.upgrade_from, e.queued is not None, self.gid[i])
+            same = (
+                e.dst,
+                e.wanted_mode,
+                e.upgrade_from,
+                e.queued is not None,
+                self.gid[i],
+                e.wanted_parent,
+            )
             found = cache.get(same)
             if found is None:
                 found = self._successors(ctx, backend, i, holders, waiters)
@@ -257,8 +300,8 @@ class _Search:
         ctx: Context,
         backend: str | None,
         i: int,
-        holders: dict[str, dict[tuple[str, int], list[int]]],
-        waiters: dict[str, dict[tuple[str, str, int, int], list[int]]],
+        holders: dict[str, dict[tuple[str, int, str | None], list[int]]],
+        waiters: dict[str, dict[tuple[str, str, int, int, str | None, str | None], list[int]]],
     ) -> list[int]:
         e = self.reps[i]
         out: list[int] = []
@@ -266,28 +309,42 @@ class _Search:
             # First in the row's queue: it waits for the holders whose mode conflicts with its
             # request. (The holder that made a later request queue may be gone by then: the
             # waiter keeps its place, holding the tuple lock, while others come and go.)
-            for (mode, _gid), group in holders.get(e.dst, {}).items():
-                if conflicts("row", e.wanted_mode, mode) and not self.gated(i, group[0]):
+            for (mode, _gid, parent), group in holders.get(e.dst, {}).items():
+                if (
+                    conflicts("row", e.wanted_mode, mode)
+                    and not self.gated(i, group[0])
+                    and not parent_gated(ctx, e, parent)
+                ):
                     out.extend(group)
             return sorted(out)
         kind = ctx.lock_kind(e.dst, backend)
-        for (mode, _gid), group in holders.get(e.dst, {}).items():
+        for (mode, _gid, parent), group in holders.get(e.dst, {}).items():
             if (
                 conflicts(kind, e.wanted_mode, mode)
                 and not any(conflicts(kind, m, mode) for m in e.upgrade_from)
                 and not self.gated(i, group[0])
+                and not parent_gated(ctx, e, parent)
             ):
                 out.extend(group)
         if not e.upgrade_from:  # an upgrade of a row already held skips the queue
-            for (wanted, queued, _g, _w), group in waiters.get(e.dst, {}).items():
+            for (wanted, queued, _g, _w, _p, _q), group in waiters.get(e.dst, {}).items():
                 if (
                     conflicts("row", e.wanted_mode, wanted)
                     and conflicts("row", e.wanted_mode, queued)
                     and not self.gated(i, group[0])
                     and not self._gated_with(self.witness[group[0]], i)
+                    and not self._parent_queue_gated(ctx, e, self.reps[group[0]])
                 ):
                     out.extend(group)
         return sorted(out)
+
+    @staticmethod
+    def _parent_queue_gated(ctx: Context, e: Edge, waiter: Edge) -> bool:
+        """Can `e` not queue behind `waiter` for one row because of their parents? Both want
+        that row, and the witness that makes `e` wait holds it: all three are under one
+        parent instance."""
+        witness = waiter.queued_by.held_parent if waiter.queued_by else None
+        return parent_gated(ctx, e, waiter.wanted_parent) or parent_gated(ctx, e, witness)
 
     def _gated_with(self, guards: dict[str, str], j: int) -> bool:
         gj = self.guards[j]

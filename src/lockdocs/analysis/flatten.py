@@ -64,6 +64,9 @@ class Held(NamedTuple):
     # only. A maybe hold makes edges but never gates; a later take of it is both a re-take and
     # a first acquisition.
     maybe: bool = False
+    # For a lock declared `instances: {within: P}`: "@" + the instance of P it was taken under
+    # (held for sure then), "" if none; see graph.Edge.wanted_parent.
+    parent: str = ""
 
 
 class Event(NamedTuple):
@@ -96,6 +99,7 @@ class Event(NamedTuple):
     # For an upgrade: the modes this transaction already holds the instance in.
     upgrade_from: tuple[str, ...] = ()
     loops: tuple[str, ...] = ()  # for a take: the loops it stands in, outermost first
+    parent: str = ""  # for a take of a lock within a parent: see Held.parent
 
 
 class _State(NamedTuple):
@@ -327,13 +331,15 @@ class Flattener:
         order = step.order
         if order is None and step.instance is None and loops:
             order = loops[-1].order
+        parent = _parent(st.held, lock.within, step.under) if lock.within else ""
+        avoids = step.how_it_avoids_waiting
         for instance, run in targets:
             # (positional: a take is the hottest path of the analysis)
             ev = Event(
                 "acquire", path.id, step.location, st.held, st.transaction, st.txkind,
                 st.branch, lock_id, mode, instance, run, bool(loops), order, step.via,
-                frame.through, step.how_it_avoids_waiting, step.implicit, step.changes_key, "", step.note,
-                False, (), frame.loop_ids,
+                frame.through, avoids, step.implicit, step.changes_key, "", step.note,
+                False, (), frame.loop_ids, parent,
             )  # fmt: skip
             for h in st.held:
                 if h.lock == lock_id and h.instance == instance:
@@ -342,7 +348,13 @@ class Flattener:
                 # The common case: a first acquisition of an instance not held at all.
                 self.emit(ev)
                 held = Held(
-                    lock_id, mode, instance, run, step.location.line, step.option == "skip locked"
+                    lock_id,
+                    mode,
+                    instance,
+                    run,
+                    step.location.line,
+                    step.option == "skip locked",
+                    parent,
                 )
                 out.append(_State((*st.held, held), *st[1:]))
                 continue
@@ -362,7 +374,8 @@ class Flattener:
             # EXCLUSIVE is both); the new one only maybe with SKIP LOCKED (the row may have been
             # skipped), and kept apart from the modes held for sure.
             at = min((h.acquired_at for h in same if not h.maybe), default=line)
-            new = Held(lock_id, mode, instance, run, at, step.option == "skip locked")
+            parent = next((h.parent for h in same if not h.maybe and h.parent), ev.parent)
+            new = Held(lock_id, mode, instance, run, at, step.option == "skip locked", parent)
             mine = _reduce(
                 kind, (*(h for h in same if not h.maybe), new, *(h for h in same if h.maybe))
             )
@@ -386,6 +399,11 @@ class Flattener:
                 if wait
                 else ev._replace(kind="retake")
             )
+            # A mode held only maybe (SKIP LOCKED that did lock the row) is held too on the
+            # route where that take got it: the upgrade from both, as the other run sees it.
+            also = tuple(x for x in maybe if not covers(kind, must, x))
+            if also and can_wait(kind, (*must, *also), mode):
+                self.emit(ev._replace(kind="upgrade", upgrade_from=(*must, *also)))
             return [after()]
         # Not held for sure: a first acquisition; if held maybe, also the upgrade (or re-take)
         # it would be then.
@@ -744,6 +762,17 @@ class Flattener:
 
 
 _NESTING = (m.Loop, m.Branches, m.Run)
+
+
+def _parent(held: tuple[Held, ...], parent_lock: str, under: str | None) -> str:
+    """The instance of `parent_lock` a take is under: the one its `under:` names, else the one
+    taken last. None ("") when that one is held only maybe (it may not be held, or another
+    may have been taken after it, so it keeps nobody apart)."""
+    last: Held | None = None
+    for h in held:
+        if h.lock == parent_lock and (under is None or h.instance == under):
+            last = h
+    return "@" + last.instance if last is not None and not last.maybe else ""
 
 
 def can_wait(kind: str, held_modes: tuple[str, ...], mode: str) -> bool:

@@ -55,6 +55,12 @@ class Edge(NamedTuple):
     queued: str | None = None
     # ... and the transaction that holds it so (a witness: its path and what it holds then)
     queued_by: Edge | None = None
+    # Parent gates (instances: {within: P}): the mode this transaction holds the parent of the
+    # wanted instance in, and of the held instance (still held for sure), None if it holds none.
+    # A transaction that waits for a child instance another one holds waits for the same
+    # parent's child, so where both hold that parent in conflicting modes it cannot happen.
+    wanted_parent: str | None = None
+    held_parent: str | None = None
 
     def sort_key(self) -> tuple[str, int, int, str, str]:
         return (self.location.file, self.location.line, self.location.column, self.src, self.dst)
@@ -89,11 +95,32 @@ def _earlier_iteration(instance: str, loops: tuple[str, ...]) -> bool:
     return loop in loops and vector.split("*")[0].endswith("1")
 
 
+def parent_mode(held: tuple[Held, ...], parent_lock: str | None, tag: str) -> str | None:
+    """The mode the parent instance `tag` (Held.parent) is held in for sure, if it is."""
+    if parent_lock is None or not tag:
+        return None
+    for g in held:
+        if g.lock == parent_lock and "@" + g.instance == tag and not g.maybe:
+            return g.mode
+    return None
+
+
+def _with_parents(e: Edge, ev: Event, h: Held, ctx: Context) -> Edge:
+    locks = ctx.model.locks
+    wanted = parent_mode(ev.held, locks[ev.lock].within, ev.parent)
+    held = parent_mode(ev.held, locks[h.lock].within, h.parent)
+    if wanted is None and held is None:
+        return e
+    return e._replace(wanted_parent=wanted, held_parent=held)
+
+
 def _edges_of(ev: Event, ctx: Context, backend: str | None) -> list[Edge]:
     out: list[Edge] = []
     lock = ctx.model.locks[ev.lock]
     upgrade_from = ev.upgrade_from if ev.kind == "upgrade" else ()
     never_waits = ev.option in m.NEVER_WAITS
+    # Only projects that declare parents (instances: {within: ...}) pay for them.
+    parents = ctx.has_parents
     for h in ev.held:
         if h.lock == ev.lock and (h.instance == ev.instance or lock.singleton):
             continue
@@ -111,14 +138,13 @@ def _edges_of(ev: Event, ctx: Context, backend: str | None) -> list[Edge]:
             )
         )
         # (positional: there is one edge per held lock per take)
-        out.append(
-            Edge(
-                h.lock, ev.lock, ev.path, ev.location, h.mode, ev.mode, ev.held, ordered,
-                ev.order if h.lock == ev.lock else None, backend, ev.transaction, ev.txkind,
-                ev.through, h.acquired_at, upgrade_from, never_waits, h.maybe, h.instance,
-                ev.instance, bool(ev.loops) and _earlier_iteration(h.instance, ev.loops),
-            )
+        e = Edge(
+            h.lock, ev.lock, ev.path, ev.location, h.mode, ev.mode, ev.held, ordered,
+            ev.order if h.lock == ev.lock else None, backend, ev.transaction, ev.txkind,
+            ev.through, h.acquired_at, upgrade_from, never_waits, h.maybe, h.instance,
+            ev.instance, bool(ev.loops) and _earlier_iteration(h.instance, ev.loops),
         )  # fmt: skip
+        out.append(_with_parents(e, ev, h, ctx) if parents else e)
     return out
 
 

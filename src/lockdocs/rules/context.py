@@ -30,6 +30,11 @@ class Context:
     blame: frozenset[str] = frozenset()
 
     @cached_property
+    def has_parents(self) -> bool:
+        """Does any lock declare instances: {within: ...} (a parent gate)?"""
+        return any(lock.within for lock in self.model.locks.values())
+
+    @cached_property
     def backends(self) -> tuple[str | None, ...]:
         return backends(self.model)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from lockdocs import model as m
-from lockdocs.analysis.cycles import Cycle, gate, instance_clashes
-from lockdocs.analysis.graph import Edge
+from lockdocs.analysis.cycles import Cycle, gate, instance_clashes, parent_gated
+from lockdocs.analysis.graph import Edge, parent_mode
 from lockdocs.analysis.proof import proof
 from lockdocs.diagnostics import Diagnostic, Location, Related, Severity
 from lockdocs.modes import conflicts
@@ -113,7 +113,10 @@ def interleaving(locks: tuple[str, ...], edges: tuple[Edge, ...]) -> list[str]:
         "Builds the lock-order graph (an edge A -> B wherever a path takes B while holding A) "
         "and reports each minimal cycle whose waits can really happen: every wanted mode "
         "conflicts with the mode the next transaction holds, and no gate lock (a singleton both "
-        "hold in conflicting modes) keeps the transactions apart. A lock with instances may "
+        "hold in conflicting modes) keeps the transactions apart, nor a parent: a lock declared "
+        "`instances: {within: P}` whose instance each side takes while holding its P (the one "
+        "taken last, or the one `under:` names) is one P's child, so both would hold that P, "
+        "which they cannot where their modes of it conflict. A lock with instances may "
         "appear twice on a cycle (three transactions through two rows of it). Waits are the ones "
         "PostgreSQL 15 makes, which a live server confirms: a request waits for another "
         "transaction holding a conflicting mode; for a row, a request that has to wait first "
@@ -235,7 +238,12 @@ def _hops(cycle: Cycle) -> tuple[Related, ...]:
         "Reports a path that holds one instance of a lock while it takes another (a loop, or "
         "two named instances) when its order is not the lock's declared `instances.order`, and "
         "another path (or a second run of the same path) can take the same instances the other "
-        "way round, with conflicting modes and no gate between them."
+        "way round, with conflicting modes and no gate between them. The instances of a lock "
+        "declared `instances: {within: P}` (a run's jobs), taken by both sides while they hold "
+        "their P in conflicting modes, are one P's children, so the two never meet on them: "
+        "such a loop is not reported. A sorted loop that starts while the path still holds an "
+        "instance from before it (or from an earlier run of the same loop) is reported with "
+        "that instance: it may sort after the ones the loop takes."
     ),
     why=(
         "Two transactions that lock rows 1 and 2 in opposite orders deadlock. One declared "
@@ -304,15 +312,41 @@ def check_instances(ctx: Context) -> Iterable[Diagnostic]:
                 other = "a second run of the same path"
             else:
                 other = f"path '{f.path}'"
+            if lock.instance_order and e.order == lock.instance_order:
+                # Sorted, but not against what it already holds: an instance taken before this
+                # sorted run (before the loop, or by an earlier run of it) may sort after it.
+                before = (
+                    "in an earlier run of this sorted loop (an enclosing loop runs it again)"
+                    if e.held_at == e.location.line
+                    else f"at line {e.held_at}, before the sorted run"
+                )
+                message = (
+                    f"path '{owner}' takes instances of {lock_id} in {e.order} while it holds "
+                    f"one it took {before}; that one may sort after the ones it takes, so "
+                    f"the run is not in {e.order} as a whole"
+                )
+                hint = (
+                    f"take every instance of {lock_id} in one sorted run (collect them first), "
+                    "end the transaction between runs, or hold a gate lock"
+                )
+            else:
+                message = f"path '{owner}' takes several instances of {lock_id} {order}; {declared}"
+                hint = (
+                    f"take them in {lock.instance_order} (say so with order:), or hold a gate lock"
+                    if lock.instance_order
+                    else "declare instances: {order: ...} on the lock and take every instance in it"
+                )
+            if lock.within:
+                hint += (
+                    f"; or hold their {lock.within} (the instance they belong to) in a mode "
+                    "no other holder of it can share"
+                )
             yield Diagnostic(
                 "LD202",
                 Severity.ERROR,
-                f"path '{owner}' takes several instances of {lock_id} {order}; {declared}"
-                + run_from(callers),
+                message + run_from(callers),
                 e.location,
-                f"take them in {lock.instance_order} (say so with order:), or hold a gate lock"
-                if lock.instance_order
-                else "declare instances: {order: ...} on the lock and take every instance in it",
+                hint,
                 details=(
                     f"{other} at {_where(f)} also holds one instance ({f.held_mode}) while "
                     f"taking another ({f.wanted_mode}); with opposite orders the two wait on "
@@ -388,10 +422,11 @@ def check_upgrades(ctx: Context) -> Iterable[Diagnostic]:
     for ev in ctx.all_events:
         if ev.kind != "upgrade" or ev.option in m.NEVER_WAITS:
             continue
-        held_at = min(
-            (h.acquired_at for h in ev.held if h.lock == ev.lock and h.instance == ev.instance),
-            default=0,
-        )
+        mine = [h for h in ev.held if h.lock == ev.lock and h.instance == ev.instance]
+        held_at = min((h.acquired_at for h in mine), default=0)
+        # the parent (instances: {within: P}) the instance was first taken under
+        tag = next((h.parent for h in mine if h.parent), ev.parent)
+        parent = parent_mode(ev.held, ctx.model.locks[ev.lock].within, tag)
         as_edge = Edge(
             ev.lock,
             ev.lock,
@@ -402,6 +437,8 @@ def check_upgrades(ctx: Context) -> Iterable[Diagnostic]:
             ev.held,
             held_at=held_at,
             upgrade_from=ev.upgrade_from,
+            wanted_parent=parent,
+            held_parent=parent,
         )
         upgrades.append((as_edge, ctx.lock_kind(ev.lock, None)))
 
@@ -425,6 +462,7 @@ def check_upgrades(ctx: Context) -> Iterable[Diagnostic]:
                 and waits_for(kind, e, f)
                 and waits_for(kind, f, e)
                 and not gate(ctx, e, f)
+                and not parent_gated(ctx, e, f.held_parent)
             ),
             None,
         )

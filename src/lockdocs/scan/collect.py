@@ -304,9 +304,11 @@ def resolve(
                 for parent, ref in references:
                     if not same_table(table, ref.table):
                         continue
-                    fills = (
-                        lk.implicit == "insert" and (not lk.columns or ref.column in lk.columns)
-                    ) or (lk.implicit in ("update", "upsert") and ref.column in lk.columns)
+                    # a reference with no declared column: any insert or update may fill it
+                    named = ref.column is None or ref.column in lk.columns
+                    fills = (lk.implicit == "insert" and (not lk.columns or named)) or (
+                        lk.implicit in ("update", "upsert") and named
+                    )
                     if fills:
                         items.append(
                             Item(
@@ -317,7 +319,7 @@ def resolve(
                                     mode="for key share",
                                     table=parent,
                                     implicit="foreign key",
-                                    columns=(ref.column,),
+                                    columns=(ref.column,) if ref.column else (),
                                 ),
                                 site,
                             )

@@ -292,9 +292,13 @@ LOCK = _obj(
                 "One foreign key: child table T references this table through column C.",
                 {
                     "table": _s("The child table, e.g. core.entitlements."),
-                    "column": _s("The child's referencing column, e.g. resource_key_id."),
+                    "column": _s(
+                        "The child's referencing column, e.g. resource_key_id. Without it, "
+                        "an update of the child with columns: is taken to set it (the parent's "
+                        "FOR KEY SHARE is derived anyway)."
+                    ),
                 },
-                ["table", "column"],
+                ["table"],
             ),
         },
         "singleton": {
@@ -308,6 +312,14 @@ LOCK = _obj(
             "How several instances of the lock are taken in one transaction.",
             {
                 "order": _s("The one declared order, e.g. 'ascending pool_id'."),
+                "within": _s(
+                    "The lock whose instances own this lock's instances: each job belongs to "
+                    "one run, so `within: run`. A path that takes a job while it holds the "
+                    "job's run (the run it took last, or the one its take names with under:) "
+                    "meets another such path only on a job of that same run, and then both "
+                    "hold that run: where the two hold it in conflicting modes they cannot "
+                    "interleave, so no cycle or unordered instances are reported there."
+                ),
             },
         ),
         "backends": {
@@ -526,6 +538,11 @@ def _step_schema() -> dict[str, Any]:
                 "The order this take follows relative to the path's other instances of the "
                 "lock; inside a loop it overrides the loop's order. A named instance follows "
                 "only its own order:, never the loop's."
+            ),
+            "under": _s(
+                "For a lock declared instances: {within: P}: the instance of P this one "
+                "belongs to, by its instance: name, when the path holds several instances of "
+                "P; by default the instance of P the path took last."
             ),
             "option": _s("nowait or skip locked.", enum=["nowait", "skip locked"]),
             "try": _s(

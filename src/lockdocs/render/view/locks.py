@@ -106,6 +106,8 @@ class LockView:
     derived_in: tuple[Link, ...]  # paths where a write implies its FOR KEY SHARE
     cluster_wide: bool
     instance_order: str | None
+    within: Link | None  # the parent lock whose instances own this lock's
+    children: tuple[Link, ...]  # locks declared within this one
     backends: tuple[BackendView, ...]
     takers: tuple[TakerView, ...]
     taker_names: tuple[str, ...]
@@ -225,6 +227,10 @@ def lock_view(
         derived_in=tuple(ctx.path_link(pid) for pid in ctx.derived_in(lock.id)),
         cluster_wide=lock.cluster_wide,
         instance_order=order_words(lock.instance_order),
+        within=ctx.lock_link(lock.within) if lock.within else None,
+        children=tuple(
+            ctx.lock_link(other.id) for other in ctx.model.locks.values() if other.within == lock.id
+        ),
         backends=tuple(
             BackendView(
                 b.name,

@@ -44,6 +44,9 @@ class BothWaysView:
     never_waits: bool  # no gate, but one side takes its lock with SKIP LOCKED or NOWAIT
     modes_apart: str  # when no gate: the modes that never wait on each other
     cycle: str  # "" | "reported" | "waived": the check reports a deadlock here
+    # no gate, but the lock that waits is only taken under its parent (instances: {within:}),
+    # held on both sides in modes that conflict: (the child, the parent)
+    parent: tuple[Link, Link] | None = None
 
 
 @dataclass(frozen=True)
@@ -155,9 +158,35 @@ def both_ways(ctx: Context, es: EdgeSet, pair: tuple[str, str]) -> BothWaysView:
         and (x.witness.never_waits or y.witness.never_waits)
         for x, y in ungated
     )
+    parent: tuple[Link, Link] | None = None
     if gate is None and ungated and not skips and es.cycles is not None and es.ctx is not None:
         waits = es.cycles._waits
-        if not any(
+        pairs = [
+            (x.witness, y.witness)
+            for x, y in ungated
+            if x.witness is not None and y.witness is not None
+        ]
+        gated = es.cycles.parent_gated
+        child = next(
+            (
+                lk
+                for u, v in pairs
+                for w, h, lk in ((u, v, u.dst), (v, u, v.dst))
+                if gated(es.ctx, w, h.held_parent)
+            ),
+            None,
+        )
+        if (
+            child is not None
+            and pairs
+            and all(
+                gated(es.ctx, u, v.held_parent) or gated(es.ctx, v, u.held_parent) for u, v in pairs
+            )
+        ):
+            within = ctx.model.locks[child].within
+            assert within is not None
+            parent = (ctx.lock_link(child), ctx.lock_link(within))
+        elif not any(
             waits(es.ctx, x.witness, y.witness) and waits(es.ctx, y.witness, x.witness)
             for x, y in ungated
             if x.witness is not None and y.witness is not None
@@ -177,6 +206,7 @@ def both_ways(ctx: Context, es: EdgeSet, pair: tuple[str, str]) -> BothWaysView:
         never_waits=gate is None and skips,
         modes_apart=apart,
         cycle=cycle,
+        parent=parent,
     )
 
 

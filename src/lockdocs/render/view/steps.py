@@ -46,6 +46,7 @@ class StepView:
     # for a take a foreign-key check implies: the write it comes from, in words
     derived: str | None = None
     attempt: str | None = None  # for a try: what the code does when the lock is not free
+    under: tuple[Link, str] | None = None  # for a take within a parent: (parent lock, instance)
     # for a write: what it inserts into or updates, and the foreign keys it leaves alone
     table: str | None = None
     write_how: str | None = None  # "inserts into" | "updates"
@@ -285,6 +286,7 @@ class StepLines:
             upgrade_from=upgrade_from,
             derived=step.derived,
             attempt=step.attempt,
+            under=(ctx.lock_link(lock.within), step.under) if lock.within and step.under else None,
         )
 
     def untouched(self, step: m.Write) -> tuple[tuple[Link, str], ...]:
@@ -296,7 +298,9 @@ class StepLines:
             (self.ctx.lock_link(lock.id), ref.column)
             for lock in self.ctx.model.locks.values()
             for ref in lock.references
-            if ref.table == step.update and ref.column not in step.columns
+            if ref.table == step.update
+            and ref.column is not None
+            and ref.column not in step.columns
         )
 
     def held_at(self, evs: list[Event]) -> tuple[tuple[Link, ...], bool]:
