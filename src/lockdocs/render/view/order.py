@@ -350,8 +350,7 @@ def order_view(ctx: Context, es: EdgeSet) -> OrderView:
                     + " and of ".join(titles)
                     + " and the locks taken with "
                     + ("it" if len(titles) == 1 else "them")
-                    + ": an arrow from one lock to another wherever a path takes the second "
-                    "while holding the first"
+                    + ": an arrow from one lock to the next a path takes while holding it"
                     if titles
                     else ""
                 ),
