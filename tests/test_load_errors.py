@@ -531,3 +531,15 @@ def test_alias_bomb_is_refused_fast_in_bounded_memory(tmp_path: Path) -> None:
     # the largest child of this test process so far: an upper bound for this one
     peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     assert peak_mib < 400, peak_mib
+
+
+def test_text_that_starts_like_a_date_is_text() -> None:
+    # PyYAML resolves a plain scalar that starts like a date as a timestamp: "2020-01-01 ..."
+    # became a date (the rest dropped), "2020-99-99 ..." crashed the constructor (the fuzz run
+    # found it in a path's summary).
+    from lockdocs.load import parse_text
+
+    for text in ("2020-99-99 the sync opens a plain transaction", "2020-01-01 the table moved"):
+        doc, diags = parse_text(f"notes: {text}\nwhen: 2020-01-01\n", "x.yaml")
+        assert doc is not None and diags == [], diags
+        assert doc.data == {"notes": text, "when": "2020-01-01"}

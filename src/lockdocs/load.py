@@ -35,6 +35,7 @@ MAX_WALK_ENTRIES = 100_000  # files and folders looked at under the paths folder
 JsonPath = tuple[str | int, ...]
 _STR = "tag:yaml.org,2002:str"
 _MERGE = "tag:yaml.org,2002:merge"
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
 
 
 @dataclass
@@ -143,6 +144,11 @@ class _Builder:
             return [self.build(v, (*path, i), depth + 1) for i, v in enumerate(node.value)]
         if node.tag == _STR:  # most scalars: no constructor needed
             return node.value
+        if node.tag == _TIMESTAMP:
+            # The format has no dates, and PyYAML resolves any plain scalar that starts like
+            # one ("2020-01-01 the table moved", "2020-99-99 ...") as a timestamp, which then
+            # truncates it or crashes: it is text.
+            return str(node.value)
         try:
             value = self.loader.construct_object(node, deep=True)
         except yaml.YAMLError as exc:
