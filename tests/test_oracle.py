@@ -722,6 +722,24 @@ FIXED_FN.update(
     }
 )
 
+# Found by `make fuzz` (seed 20261129) after issue 17 landed: a weaker take for sure after a
+# SKIP LOCKED one hid the maybe mode from the upgrade that followed. Both runs hold FOR SHARE
+# (not skipped: FOR SHARE does not block FOR SHARE), FOR KEY SHARE alone would coexist with FOR
+# NO KEY UPDATE, and each then waits for the other's FOR SHARE.
+FIXED_FN["maybe-mode-under-a-weaker-certain-one"] = Spec(
+    (Lock("job", "row", True, ("for key share", "for share", NKU)),),
+    (
+        Path(
+            "claim",
+            (
+                Take("job", "for share", option="skip locked"),
+                Take("job", "for key share"),
+                Take("job", NKU),
+            ),
+        ),
+    ),
+)
+
 OPEN_FN = {}
 
 FIXED_FP = {
