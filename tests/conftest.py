@@ -84,6 +84,27 @@ def project(tmp_path: Path) -> Callable[[dict[str, str | bytes]], Path]:
     return make
 
 
+# The longest tests of the default suite (a minute or more each on CI's 2 cores), started
+# first. pytest -n hands tests out in collection order, so one of these collected last would
+# run alone at the end while the other worker idles: the suite's wall time is its tail.
+LONGEST_FIRST = (
+    "tests/test_oracle.py::test_every_oracle_deadlock_is_reported",
+    "tests/test_oracle.py::test_reductions_keep_every_deadlock",
+    "tests/test_oracle.py::test_every_queue_deadlock_is_reported",
+    "tests/test_mutations.py::test_every_single_edit_is_caught",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        for i, prefix in enumerate(LONGEST_FIRST):
+            if item.nodeid.startswith(prefix):
+                return i
+        return len(LONGEST_FIRST)
+
+    items.sort(key=rank)  # stable: every other test keeps its place
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--update-golden",
