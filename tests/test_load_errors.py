@@ -543,3 +543,24 @@ def test_text_that_starts_like_a_date_is_text() -> None:
         doc, diags = parse_text(f"notes: {text}\nwhen: 2020-01-01\n", "x.yaml")
         assert doc is not None and diags == [], diags
         assert doc.data == {"notes": text, "when": "2020-01-01"}
+
+
+@pytest.mark.parametrize("name", ["\\0", "paths\\0x", "pa\\tths", "\\e[31m"])
+def test_a_paths_folder_named_with_a_control_character_is_refused(
+    tmp_path: Path, name: str
+) -> None:
+    # `paths: "\0"` made Path.resolve raise ValueError (the fuzz run found it): a traceback.
+    locks = (
+        "lockdocs: 1\npage: {title: T}\n"
+        "locks:\n  a: {title: A, kind: advisory, key: {hashtextextended: {text: a}},"
+        " modes: {exclusive: x}}\n"
+        f'paths: "{name}"\n'
+    )
+    root = write_project(tmp_path, {"locks.yaml": locks})
+    for command in ("check", "build"):
+        result = run_cli(command, "--root", str(root))
+        assert result.code == 2, result.err
+        assert "Traceback" not in result.err
+        assert "locks.yaml:5:8: LD012 error: paths: " in result.out + result.err
+        assert "control character" in result.out + result.err
+    assert not (root / "docs").exists()

@@ -13,7 +13,7 @@ def resolved(path: Path) -> Path | None:
     """The path with every symlink resolved, or None when it cannot be (a loop, no access)."""
     try:
         return path.resolve()
-    except (OSError, RuntimeError):
+    except (OSError, RuntimeError, ValueError):  # ValueError: a NUL byte in the name
         return None
 
 

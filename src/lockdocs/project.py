@@ -157,7 +157,7 @@ def _path_files(root: FsPath, folder: FsPath) -> tuple[list[FsPath], list[Diagno
 def _paths_folder(root: FsPath, locks_doc: Document) -> tuple[FsPath | None, list[Diagnostic]]:
     """The folder locks.yaml names with `paths:` (paths/ by default), when it lies inside
     the project; an LD012 error at the value otherwise (nothing outside is walked)."""
-    from lockdocs.confine import inside
+    from lockdocs.confine import inside, resolved
 
     name = locks_doc.data.get("paths")
     if not isinstance(name, str):
@@ -165,6 +165,14 @@ def _paths_folder(root: FsPath, locks_doc: Document) -> tuple[FsPath | None, lis
         loc = Location(name)
     else:
         loc = locks_doc.loc(("paths",))
+    if any(ord(c) < 32 or c == "\x7f" for c in name):
+        return None, [
+            _outside(
+                loc,
+                f"paths: {name!r} holds a control character, which no folder name can",
+                "name a folder relative to locks.yaml, e.g. paths: paths",
+            )
+        ]
     parts = name.replace("\\", "/").split("/")
     if name.startswith(("/", "\\", "~")) or (len(name) > 1 and name[1] == ":") or ".." in parts:
         return None, [
@@ -179,7 +187,7 @@ def _paths_folder(root: FsPath, locks_doc: Document) -> tuple[FsPath | None, lis
         return None, [
             _outside(
                 loc,
-                f"paths: '{name}' leads outside the project (to {folder.resolve()})",
+                f"paths: '{name}' leads outside the project (to {resolved(folder) or folder})",
                 "point it at a folder inside the project",
             )
         ]
