@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, run_cli, write_project
-from lockdocs.rules.registry import load_all
+from lockdocs.rules.catalog import load_all
 
 # a small project with no findings
 CLEAN = {k: v for k, v in load_all()["LD021"].use_instead.items() if k != "pyproject.toml"}

@@ -47,7 +47,7 @@ def test_format_reference_names_every_property() -> None:
 
 
 def test_rules_reference_has_every_rule_with_its_sections() -> None:
-    from lockdocs.rules.registry import load_all
+    from lockdocs.rules.catalog import load_all
 
     text = devdocs.rules_reference()
     for info in load_all().values():

@@ -23,7 +23,7 @@ from lockdocs.render.dot import BLUE, RED, wrap
 from lockdocs.render.dot_order import EDGE_WRAP
 from lockdocs.render.svg import render_svg
 from lockdocs.render.view import build_page
-from lockdocs.rules.registry import load_all
+from lockdocs.rules.catalog import load_all
 
 FIXTURE = Path(__file__).parent / "fixtures" / "render_project"
 REPO = Path(__file__).resolve().parents[1]

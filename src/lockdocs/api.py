@@ -53,8 +53,8 @@ def analyse_all(
     """`analyse`, and the comparison with the SQL of `code:` when it is set (then also its
     coverage); without `code:` the scanner is not even imported."""
     from lockdocs.config import apply_overrides, severity_overrides
+    from lockdocs.rules.catalog import load_all
     from lockdocs.rules.context import Context
-    from lockdocs.rules.registry import load_all
     from lockdocs.rules.waivers import apply_waivers
 
     registry = load_all()

@@ -175,7 +175,7 @@ def rules(
     fmt: Annotated[str, typer.Option("--format", "-f", help="text or json")] = "text",
 ) -> None:
     """List every check with its code, default severity and summary."""
-    from lockdocs.rules.registry import load_all
+    from lockdocs.rules.catalog import load_all
 
     reg = load_all()
     if fmt == "json":
@@ -309,13 +309,6 @@ def init(
         typer.echo(f"lockdocs: the page was not built ({scaffold.page_note})", err=True)
     typer.echo("")
     sys.stdout.write(next_steps(directory, scaffold.advice))
-
-
-def main() -> None:
-    """Kept for callers of lockdocs.cli:main; the console script is lockdocs.entry:main."""
-    from lockdocs.entry import main as entry_main
-
-    entry_main()
 
 
 @app.command()

@@ -234,7 +234,7 @@ def settings_diagnostics(root: Path, known_codes: list[str]) -> list[Diagnostic]
 
 def locks_yaml_diagnostics(root: Path, checks: dict[str, str]) -> list[Diagnostic]:
     """LD020 for each code under locks.yaml `checks:` that names no lockdocs check."""
-    from lockdocs.rules.registry import load_all
+    from lockdocs.rules.catalog import load_all
 
     bad = unknown_codes(list(checks), list(load_all()))
     if not bad:
@@ -262,7 +262,7 @@ def severity_overrides(
 ) -> tuple[dict[str, str], list[Diagnostic]]:
     """locks.yaml wins over pyproject.toml: it sits next to the declarations it configures.
     The diagnostics are those of `settings_diagnostics`."""
-    from lockdocs.rules.registry import load_all
+    from lockdocs.rules.catalog import load_all
 
     settings, _ = pyproject_settings(root)
     diags = settings_diagnostics(root, list(load_all())) + locks_yaml_diagnostics(root, from_locks)

@@ -1023,7 +1023,7 @@ class _Resolver:
     def waivers(
         self, rules: dict[str, m.Rule], paths: dict[str, m.Path], locks: dict[str, m.Lock]
     ) -> tuple[m.Waiver, ...]:
-        from lockdocs.rules.registry import load_all
+        from lockdocs.rules.catalog import load_all
 
         REGISTRY = load_all()
 

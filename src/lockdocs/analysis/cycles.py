@@ -21,10 +21,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from lockdocs.analysis.facts import Facts as Context
 from lockdocs.analysis.flatten import Event, Held
 from lockdocs.analysis.graph import Edge, LockGraph, parent_mode, strongly_connected
 from lockdocs.modes import conflicts
-from lockdocs.rules.context import Context
 
 # States one search (one starting hop) may visit unless locks.yaml says otherwise (`limits:
 # {cycle_search: N}`), and all searches of one graph together (ten times that).

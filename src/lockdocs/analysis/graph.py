@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, TypeVar
 
 from lockdocs import model as m
+from lockdocs.analysis.facts import Facts
 from lockdocs.analysis.flatten import Event, Held
 from lockdocs.diagnostics import Location
-from lockdocs.rules.context import Context
 
 T = TypeVar("T", int, str)
 
@@ -105,7 +105,7 @@ def parent_mode(held: tuple[Held, ...], parent_lock: str | None, tag: str) -> st
     return None
 
 
-def _with_parents(e: Edge, ev: Event, h: Held, ctx: Context) -> Edge:
+def _with_parents(e: Edge, ev: Event, h: Held, ctx: Facts) -> Edge:
     locks = ctx.model.locks
     wanted = parent_mode(ev.held, locks[ev.lock].within, ev.parent)
     held = parent_mode(ev.held, locks[h.lock].within, h.parent)
@@ -114,7 +114,7 @@ def _with_parents(e: Edge, ev: Event, h: Held, ctx: Context) -> Edge:
     return e._replace(wanted_parent=wanted, held_parent=held)
 
 
-def _edges_of(ev: Event, ctx: Context, backend: str | None) -> list[Edge]:
+def _edges_of(ev: Event, ctx: Facts, backend: str | None) -> list[Edge]:
     out: list[Edge] = []
     lock = ctx.model.locks[ev.lock]
     upgrade_from = ev.upgrade_from if ev.kind == "upgrade" else ()
@@ -148,7 +148,7 @@ def _edges_of(ev: Event, ctx: Context, backend: str | None) -> list[Edge]:
     return out
 
 
-def build_graph(ctx: Context, backend: str | None = None) -> LockGraph:
+def build_graph(ctx: Facts, backend: str | None = None) -> LockGraph:
     edges: list[Edge] = []
     for ev in ctx.events(backend):  # events are distinct, so their edges are too
         if ev.kind in ("acquire", "upgrade"):

@@ -125,7 +125,7 @@ def mermaid_diagram(result: dict[str, Any]) -> str:
 
 def _why(code: str) -> str:
     """Why a finding of this rule matters, in one sentence (the rule's own docs)."""
-    from lockdocs.rules.registry import load_all
+    from lockdocs.rules.catalog import load_all
 
     info = load_all().get(code)
     if info is None:

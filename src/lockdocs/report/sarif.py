@@ -95,7 +95,7 @@ def _rule(info: Any, where: Where) -> dict[str, Any]:
 
 def sarif(diags: list[Diagnostic], where: Where) -> str:
     from lockdocs import __version__
-    from lockdocs.rules.registry import load_all
+    from lockdocs.rules.catalog import load_all
 
     registry = load_all()
     index = {code: i for i, code in enumerate(registry)}

@@ -2,7 +2,9 @@
 
 A rule is registered where its check lives (`@rule(...)` on the function); the documentation
 (What it does / Why it matters / Example / Use instead) is data here, so the rules reference page
-is generated and every Example is run by the tests to prove it triggers its rule.
+is generated and every Example is run by the tests to prove it triggers its rule. The rule
+modules are collected by the one explicit list of `lockdocs.rules.catalog`, which imports them;
+this module imports none of them.
 """
 
 from __future__ import annotations
@@ -94,21 +96,3 @@ def fixed_example(
         else:
             out[name] = edit
     return out
-
-
-def load_all() -> dict[str, RuleInfo]:
-    """Import every rule module so the registry is complete."""
-    from lockdocs.rules import (  # noqa: F401 - imported for their registrations
-        codescan,
-        declarations,
-        declared,
-        generated,
-        keyrules,
-        ordering,
-        practice,
-        processes,
-        settings,
-        waivers,
-    )
-
-    return dict(sorted(REGISTRY.items()))

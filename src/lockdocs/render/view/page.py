@@ -56,7 +56,7 @@ class PageView:
 
 def build_page(model: m.Model, diagnostics: list[Diagnostic], stem: str) -> PageView:
     """The page's view model; `stem` is the page's path under docs/ without `.md`."""
-    from lockdocs.rules.registry import load_all  # lazy: heavy, only here
+    from lockdocs.rules.catalog import load_all  # lazy: heavy, only here
 
     ctx = Context(model, diagnostics, stem)
     keys, key_by_lock = key_groups(ctx)

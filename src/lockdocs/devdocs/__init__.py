@@ -1,0 +1,126 @@
+"""The reference pages generated from the code: format (JSON Schema), rules (registry), CLI (typer).
+
+`python -m lockdocs.devdocs` writes docs/reference/format.md, rules.md and cli.md;
+`python -m lockdocs.devdocs --check` exits 1 with a diff when the committed pages differ, so the
+docs cannot drift from the code (tests/test_devdocs.py runs it).
+
+Everything here is a pure function from the code's own tables to Markdown text: no dates, no
+machine paths, sorted where the source has no order, so the output is byte-identical everywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from lockdocs.devdocs.commands import cli_reference, rules_reference
+from lockdocs.devdocs.format import format_reference
+from lockdocs.devdocs.text import GENERATED_NOTE, fence
+
+_fence = fence  # the name the tests know
+
+__all__ = [
+    "GENERATED_NOTE",
+    "PAGES",
+    "cli_reference",
+    "drift",
+    "fence",
+    "format_reference",
+    "generate",
+    "main",
+    "rules_reference",
+    "write",
+]
+
+PAGES: dict[str, Callable[[], str]] = {
+    "reference/format.md": format_reference,
+    "reference/rules.md": rules_reference,
+    "reference/cli.md": cli_reference,
+}
+
+
+def generate() -> dict[str, str]:
+    """Every generated page: relative posix path under docs/ -> text."""
+    return {rel: make() for rel, make in PAGES.items()}
+
+
+def _default_docs() -> Path:
+    repo = Path(__file__).resolve().parents[3]
+    if (repo / "mkdocs.yml").is_file():
+        return repo / "docs"
+    return Path.cwd() / "docs"
+
+
+def drift(docs: Path, pages: dict[str, str] | None = None) -> list[str]:
+    """Unified diffs of the committed pages against freshly generated ones (empty when current)."""
+    pages = generate() if pages is None else pages
+    diffs: list[str] = []
+    for rel, text in pages.items():
+        file = docs / rel
+        old = file.read_text(encoding="utf-8") if file.is_file() else ""
+        if old != text:
+            diffs.append(
+                "".join(
+                    difflib.unified_diff(
+                        old.splitlines(keepends=True),
+                        text.splitlines(keepends=True),
+                        f"docs/{rel} (committed)",
+                        f"docs/{rel} (generated)",
+                    )
+                )
+            )
+    return diffs
+
+
+def write(docs: Path, pages: dict[str, str] | None = None) -> list[Path]:
+    """Write the pages that changed; returns the files written."""
+    pages = generate() if pages is None else pages
+    written: list[Path] = []
+    for rel, text in pages.items():
+        file = docs / rel
+        if file.is_file() and file.read_text(encoding="utf-8") == text:
+            continue
+        file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = file.with_name(file.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8", newline="\n")
+        tmp.replace(file)
+        written.append(file)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m lockdocs.devdocs",
+        description="Generate the format, rules and CLI reference pages from the code.",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 1 with a diff when the committed pages are not current",
+    )
+    parser.add_argument(
+        "--docs", type=Path, default=None, help="the docs folder (default: the repository's docs/)"
+    )
+    args = parser.parse_args(argv)
+    docs: Path = args.docs or _default_docs()
+    pages = generate()
+    if args.check:
+        diffs = drift(docs, pages)
+        for diff in diffs:
+            sys.stdout.write(diff)
+        if diffs:
+            sys.stdout.write(
+                "the reference pages are out of date; run: python -m lockdocs.devdocs\n"
+            )
+            return 1
+        return 0
+    for file in write(docs, pages):
+        sys.stdout.write(f"wrote {file}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

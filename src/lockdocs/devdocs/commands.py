@@ -1,0 +1,155 @@
+"""The rules reference (docs/reference/rules.md, from the rule registry) and the CLI reference
+(docs/reference/cli.md, from the typer app)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+import typer.main
+
+from lockdocs.cli import app
+from lockdocs.devdocs.text import GENERATED_NOTE, cell, code, code_cell, fence, prose, slug
+from lockdocs.rules.catalog import load_all
+from lockdocs.rules.registry import FAMILIES
+
+# The language of an example file's fence, by its suffix (YAML when none matches).
+_FENCES = {".sql": "sql", ".py": "python", ".go": "go"}
+
+
+def _fence_language(name: str) -> str:
+    return next((lang for suffix, lang in _FENCES.items() if name.endswith(suffix)), "yaml")
+
+
+def _files_block(files: dict[str, str]) -> list[str]:
+    out: list[str] = []
+    for name in sorted(files, key=lambda n: (n != "locks.yaml", n)):
+        out += [fence(files[name], _fence_language(name), name), ""]
+    return out
+
+
+def _use_instead(example: dict[str, str], fixed: dict[str, str]) -> list[str]:
+    """Only the files the fix changes; the reader has just seen the others."""
+    changed = {n: t for n, t in fixed.items() if example.get(n) != t}
+    removed = sorted(n for n in example if n not in fixed)
+    same = sorted(n for n in fixed if n not in changed)
+    out: list[str] = []
+    if removed:
+        out += ["Without " + ", ".join(code(n) for n in removed) + ".", ""]
+    out += _files_block(changed)
+    if same and (changed or removed):
+        out += ["The other files as in the example.", ""]
+    elif same:
+        out += _files_block(fixed)
+    return out
+
+
+def rules_reference() -> str:
+
+    registry = load_all()
+    lines = [
+        GENERATED_NOTE.format(source="the rule registry in lockdocs/rules/"),
+        "# Rules reference",
+        "",
+        "Every finding `lockdocs check` can report has a stable code. The first three characters "
+        "name the family. A code's severity is its default: change it per project under `checks:` "
+        "in `locks.yaml` (or `[tool.lockdocs.checks]` in `pyproject.toml`) with `error`, "
+        "`warning`, `info` or `off`. Only an error that no exception waives fails the check. "
+        "Declaration problems (LD0xx) always stop the run.",
+        "",
+        "`lockdocs rules` prints this list in a terminal.",
+        "",
+        "| Code | Name | Severity | Summary |",
+        "|---|---|---|---|",
+    ]
+    for info in registry.values():
+        lines.append(
+            f"| [{info.code}](#{info.code.lower()}) | {code_cell(info.name)} | "
+            f"{info.severity.value} | {cell(info.summary)} |"
+        )
+    lines.append("")
+    by_family: dict[str, list[Any]] = {}
+    for info in registry.values():
+        by_family.setdefault(info.code[:3], []).append(info)
+    for prefix, infos in sorted(by_family.items()):
+        family = FAMILIES.get(prefix, infos[0].family)
+        lines += [f"## {family} ({prefix}xx) {{#{slug(prefix + 'xx')}}}", ""]
+        for info in infos:
+            lines += [
+                f"### {info.code} {info.name} {{#{info.code.lower()}}}",
+                "",
+                f"*{info.severity.value}* by default · {family}",
+                "",
+                prose(info.summary),
+                "",
+                "**What it does**",
+                "",
+                prose(info.what),
+                "",
+                "**Why it matters**",
+                "",
+                prose(info.why),
+                "",
+            ]
+            if info.example:
+                lines += ["**Example**", "", *_files_block(info.example)]
+            if info.use_instead:
+                lines += ["**Use instead**", "", *_use_instead(info.example, info.use_instead)]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def cli_reference() -> str:
+
+    group: Any = typer.main.get_command(app)
+    root_ctx = typer.Context(group, info_name="lockdocs")
+    lines = [
+        GENERATED_NOTE.format(source="the command line in lockdocs/cli.py"),
+        "# CLI reference",
+        "",
+        prose(group.help or ""),
+        "",
+        "Every command finds the project by walking up from the current folder to the first "
+        "`locks.yaml`, unless `--root` names the folder.",
+        "",
+        "## Exit codes",
+        "",
+        "| Code | Meaning |",
+        "|---|---|",
+        "| 0 | Clean: no unwaived error, and the generated docs match. |",
+        "| 1 | Findings (an unwaived error) or drift of the generated docs. |",
+        "| 2 | Bad input or usage: the declarations are not valid, or no `locks.yaml` was found. |",
+        "| 3 | An internal error: a bug in lockdocs (set `LOCKDOCS_DEBUG=1` for the traceback). |",
+        "",
+        "## Commands",
+        "",
+        "| Command | What it does |",
+        "|---|---|",
+    ]
+    commands = group.commands
+    for name in commands:
+        short = (commands[name].help or "").strip().split("\n")[0]
+        lines.append(f"| [`lockdocs {name}`](#{slug(name)}) | {cell(short)} |")
+    lines.append("")
+    for name, cmd in commands.items():
+        ctx = typer.Context(cmd, info_name=name, parent=root_ctx)
+        usage = str(cmd.get_usage(ctx)).removeprefix("Usage: ").strip()
+        lines += [
+            f"### lockdocs {name} {{#{slug(name)}}}",
+            "",
+            prose(cmd.help or ""),
+            "",
+            fence(usage, "text"),
+            "",
+        ]
+        rows: list[str] = []
+        for param in cmd.get_params(ctx):
+            if param.name == "help" or getattr(param, "hidden", False):
+                continue
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            names, help_text = record
+            rows.append(f"| {code_cell(names)} | {cell(help_text)} |")
+        if rows:
+            lines += ["| Option | Description |", "|---|---|", *rows, ""]
+    return "\n".join(lines).rstrip("\n") + "\n"

@@ -1,0 +1,250 @@
+"""The package's import graph, read from the source with `ast`, and the layers it must respect.
+
+`LAYERS` gives every module a place, top to bottom; a module may import its own layer or any
+layer below, never one above, and no two modules may import each other, directly or round a
+circle. tests/test_architecture.py holds the package to it and the architecture page draws it.
+Every import counts: at the top of a module, inside a function (a lazy boundary is still a
+dependency) and under `if TYPE_CHECKING:` (a type from above is a dependency on above).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+# Top to bottom: (layer, module prefixes, why these modules sit here). A module belongs to the
+# layer of the longest prefix that names it or a package holding it.
+LAYERS: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    (
+        "entry points",
+        ("lockdocs.__main__", "lockdocs.entry", "lockdocs.mkdocs_plugin", "lockdocs.devdocs"),
+        "What starts a run: the console script, the MkDocs plugin and the generator of these "
+        "reference pages. Nothing imports them.",
+    ),
+    (
+        "cli",
+        ("lockdocs.cli",),
+        "The typer app: options in, a command called, an exit code out.",
+    ),
+    (
+        "commands",
+        ("lockdocs.commands", "lockdocs.diff", "lockdocs.scaffold"),
+        "Command bodies that compose the pipeline: `check` and friends print what the api "
+        "returns, `diff` runs the pipeline on two revisions, `init` scaffolds a project.",
+    ),
+    (
+        "api",
+        ("lockdocs.api",),
+        "load(), analyse(), check(), build(): the pipeline, called by the commands and the plugin.",
+    ),
+    (
+        "stages",
+        (
+            "lockdocs.project",
+            "lockdocs.config",
+            "lockdocs.render",
+            "lockdocs.report",
+            "lockdocs.scan",
+            "lockdocs.postgres",
+            "lockdocs.export",
+            "lockdocs.site",
+        ),
+        "The pipeline's stages that the api calls: resolving the documents into the model (it "
+        "knows the rule codes an exception may name), the settings, the page and its diagrams, "
+        "the reporters, the SQL scan, the proof on PostgreSQL and the JSON export.",
+    ),
+    (
+        "rules",
+        ("lockdocs.rules",),
+        "The registry and the checks, each with its documentation.",
+    ),
+    (
+        "analysis",
+        ("lockdocs.analysis",),
+        "Flattening paths into events, the lock-order graph and its real cycles: pure functions "
+        "of the model.",
+    ),
+    (
+        "model",
+        ("lockdocs.model", "lockdocs.keys", "lockdocs.modes"),
+        "The resolved declarations as frozen dataclasses, and the facts about them every layer "
+        "above shares: advisory key arithmetic and Postgres's lock-mode conflict tables.",
+    ),
+    (
+        "load",
+        ("lockdocs.load", "lockdocs.schema", "lockdocs.inputs", "lockdocs.confine"),
+        "Reading files: YAML to nodes with marks, the JSON Schema and its validator, the record "
+        "of what a run read, and the rule that every file lies inside the project.",
+    ),
+    (
+        "diagnostics",
+        (
+            "lockdocs",
+            "lockdocs.diagnostics",
+            "lockdocs.grammar",
+            "lockdocs.pghash",
+            "lockdocs.colour",
+            "lockdocs.progress",
+        ),
+        "Leaves that import nothing of the package: a finding as data, the words messages are "
+        "made of, Postgres's hash functions, terminal colour and progress, the version.",
+    ),
+)
+
+
+@dataclass(frozen=True, order=True)
+class Import:
+    """One import of a package module by another, where it is written."""
+
+    src: str
+    dst: str
+    line: int
+    where: str  # "top", "function" or "typing" (under `if TYPE_CHECKING:`)
+
+
+def modules(root: Path, package: str) -> dict[str, Path]:
+    """Every module of the package under `root` (the folder holding the package), by name."""
+    found: dict[str, Path] = {}
+    for path in sorted((root / package).rglob("*.py")):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def layer_of(module: str) -> int | None:
+    """The index in LAYERS of a module's layer (0 is the top), None when no layer names it."""
+    best: tuple[int, int] | None = None
+    for index, (_, prefixes, _) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and (
+                best is None or len(prefix) > best[0]
+            ):
+                best = (len(prefix), index)
+    return None if best is None else best[1]
+
+
+def _typing_block(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+
+
+def _imports_of(
+    tree: ast.AST, where: str = "top"
+) -> Iterator[tuple[ast.Import | ast.ImportFrom, str]]:
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node, where
+        elif _typing_block(node):
+            assert isinstance(node, ast.If)
+            for child in node.body:
+                yield from _imports_of(ast.Module(body=[child], type_ignores=[]), "typing")
+            for child in node.orelse:
+                yield from _imports_of(ast.Module(body=[child], type_ignores=[]), where)
+        else:
+            inner = (
+                "function"
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) or where == "function"
+                else where
+            )
+            yield from _imports_of(node, inner)
+
+
+def imports(root: Path, package: str) -> list[Import]:
+    """Every import of one package module by another, sorted."""
+    known = modules(root, package)
+
+    def owner(name: str) -> str | None:
+        while name and name not in known:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    out: set[Import] = set()
+    for name, path in known.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        here = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        for node, where in _imports_of(tree):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                base = node.module or ""
+                if node.level:
+                    up = here[: len(here) - node.level + 1]
+                    base = ".".join([*up, *([node.module] if node.module else [])])
+                # `from pkg import sub` imports the module pkg.sub; `from pkg import name`
+                # imports pkg (its __init__).
+                targets = [
+                    f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base
+                    for alias in node.names
+                ]
+            for target in targets:
+                dst = owner(target) if target.split(".")[0] == package else None
+                if dst is not None and dst != name:
+                    out.add(Import(name, dst, node.lineno, where))
+    return sorted(out)
+
+
+def graph(found: list[Import]) -> dict[str, set[str]]:
+    """Module -> the modules it imports (one edge however many imports say it)."""
+    edges: dict[str, set[str]] = {}
+    for imp in found:
+        edges.setdefault(imp.src, set()).add(imp.dst)
+    return edges
+
+
+def circles(nodes: list[str], edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, without
+    recursion), each sorted, in a fixed order."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for start in sorted(nodes):
+        if start in index:
+            continue
+        work: list[tuple[str, Iterator[str]]] = []
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        work.append((start, iter(sorted(edges.get(start, ())))))
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component: list[str] = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return sorted(found)
+
+
+def upward(found: list[Import]) -> list[Import]:
+    """The imports of a module from a layer above its own."""
+    out: list[Import] = []
+    for imp in found:
+        src, dst = layer_of(imp.src), layer_of(imp.dst)
+        if src is not None and dst is not None and dst < src:
+            out.append(imp)
+    return out

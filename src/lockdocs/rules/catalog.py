@@ -1,0 +1,40 @@
+"""The one explicit list of rule modules: importing this module registers every rule.
+
+Each rule module imports `registry` and registers its checks as it is imported; nothing imports
+back, so the rules layer has no import circle. `load_all()` is what a caller that needs every
+rule (the check, the docs, SARIF, the known codes of an exception) calls.
+"""
+
+from __future__ import annotations
+
+from lockdocs.rules import (
+    codescan,
+    declarations,
+    declared,
+    generated,
+    keyrules,
+    ordering,
+    practice,
+    processes,
+    settings,
+    waivers,
+)
+from lockdocs.rules.registry import REGISTRY, RuleInfo
+
+RULE_MODULES = (
+    codescan,
+    declarations,
+    declared,
+    generated,
+    keyrules,
+    ordering,
+    practice,
+    processes,
+    settings,
+    waivers,
+)
+
+
+def load_all() -> dict[str, RuleInfo]:
+    """Every registered rule, by code."""
+    return dict(sorted(REGISTRY.items()))

@@ -1,0 +1,139 @@
+"""The package's shape: imports flow one way (lockdocs.devdocs.imports.LAYERS, top to bottom),
+no module imports itself round a circle, and the rule modules are collected by one list."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from lockdocs.devdocs import imports as arch
+from lockdocs.rules import catalog
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+FOUND = arch.imports(SRC, "lockdocs")
+MODULES = arch.modules(SRC, "lockdocs")
+
+
+def _where(imp: arch.Import) -> str:
+    path = MODULES[imp.src].relative_to(SRC.parent)
+    return f"{path}:{imp.line}: {imp.src} imports {imp.dst} ({imp.where})"
+
+
+def test_every_module_has_a_layer() -> None:
+    missing = sorted(m for m in MODULES if arch.layer_of(m) is None)
+    assert not missing, f"give these modules a layer in lockdocs/devdocs/imports.py: {missing}"
+
+
+def test_no_import_circle() -> None:
+    found = arch.circles(list(MODULES), arch.graph(FOUND))
+    assert not found, "import circles:\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+def test_no_upward_import() -> None:
+    bad = arch.upward(FOUND)
+    names = [layer for layer, _, _ in arch.LAYERS]
+    lines = [
+        f"{_where(i)}: {names[arch.layer_of(i.src) or 0]} -> {names[arch.layer_of(i.dst) or 0]}"
+        for i in bad
+    ]
+    assert not bad, "imports from a layer above:\n" + "\n".join(lines)
+
+
+def test_the_walk_sees_the_known_imports() -> None:
+    """The walk finds imports of every kind, so an empty result above means something."""
+    kinds = {(i.src, i.dst): i.where for i in FOUND}
+    assert kinds[("lockdocs.rules.ordering", "lockdocs.analysis.cycles")] == "top"
+    assert kinds[("lockdocs.rules.context", "lockdocs.analysis.facts")] == "top"
+    assert ("lockdocs.api", "lockdocs.render.build") in kinds
+    assert len(FOUND) > 300
+
+
+def _package(tmp_path: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = tmp_path / "lockdocs" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+def test_a_circle_and_an_upward_import_are_found(tmp_path: Path) -> None:
+    """A package with analysis importing rules (upward, also under TYPE_CHECKING and inside a
+    function, relative and absolute) and rules importing analysis back."""
+    root = _package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "analysis/__init__.py": "",
+            "analysis/graph.py": (
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n"
+                "    from ..rules.context import Context\n"
+                "def f():\n"
+                "    import lockdocs.rules.hints\n"
+            ),
+            "rules/__init__.py": "",
+            "rules/context.py": "from lockdocs.analysis import graph\n",
+            "rules/hints.py": "",
+            "model.py": "from lockdocs import diagnostics\n",
+            "diagnostics.py": "",
+        },
+    )
+    found = arch.imports(root, "lockdocs")
+    assert [(i.src, i.dst, i.where) for i in found] == [
+        ("lockdocs.analysis.graph", "lockdocs.rules.context", "typing"),
+        ("lockdocs.analysis.graph", "lockdocs.rules.hints", "function"),
+        ("lockdocs.model", "lockdocs.diagnostics", "top"),
+        ("lockdocs.rules.context", "lockdocs.analysis.graph", "top"),
+    ]
+    mods = list(arch.modules(root, "lockdocs"))
+    assert arch.circles(mods, arch.graph(found)) == [
+        ["lockdocs.analysis.graph", "lockdocs.rules.context"]
+    ]
+    assert [(i.src, i.dst) for i in arch.upward(found)] == [
+        ("lockdocs.analysis.graph", "lockdocs.rules.context"),
+        ("lockdocs.analysis.graph", "lockdocs.rules.hints"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("module", "layer"),
+    [
+        ("lockdocs.cli", "cli"),
+        ("lockdocs.render.view.page", "stages"),
+        ("lockdocs.rules.registry", "rules"),
+        ("lockdocs.analysis.flatten", "analysis"),
+        ("lockdocs.model", "model"),
+        ("lockdocs.schema.definition", "load"),
+        ("lockdocs.diagnostics", "diagnostics"),
+        ("lockdocs", "diagnostics"),
+    ],
+)
+def test_layer_of(module: str, layer: str) -> None:
+    index = arch.layer_of(module)
+    assert index is not None and arch.LAYERS[index][0] == layer
+
+
+def _registers(path: Path) -> bool:
+    """Does the module register a rule (`register(...)` or `@rule(...)`)?"""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("register", "rule")
+        ):
+            return True
+    return False
+
+
+def test_the_catalog_lists_every_rule_module() -> None:
+    registering = sorted(
+        name
+        for name, path in MODULES.items()
+        if name.startswith("lockdocs.rules.") and name != "lockdocs.rules.registry"
+        if _registers(path)
+    )
+    assert sorted(m.__name__ for m in catalog.RULE_MODULES) == registering
+    # Only the catalog imports the rule modules as a set; the registry imports none of them.
+    assert not [i for i in FOUND if i.src == "lockdocs.rules.registry" and i.dst in registering]
