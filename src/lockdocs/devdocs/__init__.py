@@ -1,8 +1,10 @@
-"""The reference pages generated from the code: format (JSON Schema), rules (registry), CLI (typer).
+"""The docs pages generated from the code: format (JSON Schema), rules (registry), CLI (typer),
+and the architecture page (the package's imports and module docstrings) with its diagram.
 
-`python -m lockdocs.devdocs` writes docs/reference/format.md, rules.md and cli.md;
-`python -m lockdocs.devdocs --check` exits 1 with a diff when the committed pages differ, so the
-docs cannot drift from the code (tests/test_devdocs.py runs it).
+`python -m lockdocs.devdocs` writes docs/reference/format.md, rules.md and cli.md, and
+docs/architecture.md with architecture/imports.dot and .svg; `python -m lockdocs.devdocs --check`
+exits 1 with a diff when the committed pages differ, so the docs cannot drift from the code
+(tests/test_devdocs.py runs it).
 
 Everything here is a pure function from the code's own tables to Markdown text: no dates, no
 machine paths, sorted where the source has no order, so the output is byte-identical everywhere.
@@ -16,9 +18,11 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from lockdocs.devdocs import architecture
 from lockdocs.devdocs.commands import cli_reference, rules_reference
 from lockdocs.devdocs.format import format_reference
 from lockdocs.devdocs.text import GENERATED_NOTE, fence
+from lockdocs.render.svg import dot_hash, render_svg, svg_stamp
 
 _fence = fence  # the name the tests know
 
@@ -39,7 +43,14 @@ PAGES: dict[str, Callable[[], str]] = {
     "reference/format.md": format_reference,
     "reference/rules.md": rules_reference,
     "reference/cli.md": cli_reference,
+    "architecture.md": lambda: architecture.architecture_pages()["architecture.md"],
+    architecture.DOT: lambda: architecture.architecture_pages()[architecture.DOT],
 }
+
+# DOT page -> the SVG drawn from it. SVG bytes depend on the Graphviz version and the fonts, so
+# the check compares the SVG's stamp (the hash of the DOT it was drawn from), as the lock page's
+# drift check does.
+DIAGRAMS = {architecture.DOT: architecture.SVG}
 
 
 def generate() -> dict[str, str]:
@@ -72,6 +83,11 @@ def drift(docs: Path, pages: dict[str, str] | None = None) -> list[str]:
                     )
                 )
             )
+    for dot, svg in DIAGRAMS.items():
+        file = docs / svg
+        drawn = svg_stamp(file.read_text(encoding="utf-8")) if file.is_file() else None
+        if dot in pages and drawn != dot_hash(pages[dot]):
+            diffs.append(f"docs/{svg} is not drawn from the current docs/{dot}\n")
     return diffs
 
 
@@ -88,13 +104,23 @@ def write(docs: Path, pages: dict[str, str] | None = None) -> list[Path]:
         tmp.write_text(text, encoding="utf-8", newline="\n")
         tmp.replace(file)
         written.append(file)
+    for dot, svg in DIAGRAMS.items():
+        file = docs / svg
+        drawn = svg_stamp(file.read_text(encoding="utf-8")) if file.is_file() else None
+        if dot in pages and drawn != dot_hash(pages[dot]):
+            tmp = file.with_name(file.name + ".tmp")
+            tmp.write_text(
+                render_svg(pages[dot], what=f"docs/{dot}"), encoding="utf-8", newline="\n"
+            )
+            tmp.replace(file)
+            written.append(file)
     return written
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m lockdocs.devdocs",
-        description="Generate the format, rules and CLI reference pages from the code.",
+        description="Generate the format, rules and CLI reference pages and the architecture page from the code.",
     )
     parser.add_argument(
         "--check",
@@ -113,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.write(diff)
         if diffs:
             sys.stdout.write(
-                "the reference pages are out of date; run: python -m lockdocs.devdocs\n"
+                "the generated pages are out of date; run: python -m lockdocs.devdocs\n"
             )
             return 1
         return 0

@@ -20,7 +20,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     (
         "entry points",
         ("lockdocs.__main__", "lockdocs.entry", "lockdocs.mkdocs_plugin", "lockdocs.devdocs"),
-        "What starts a run: the console script, the MkDocs plugin and the generator of these "
+        "What starts a run: the console script, the MkDocs plugin and the generator of the "
         "reference pages. Nothing imports them.",
     ),
     (
