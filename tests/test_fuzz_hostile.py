@@ -192,7 +192,8 @@ def _template(rng: random.Random) -> str:
 def _template_run(tmp: Path, cases: int, seed: int) -> tuple[int, int, float]:
     """(rendered, refused, slowest render in s); raises on anything but a page or LD601."""
     from lockdocs.api import analyse, load
-    from lockdocs.render.build import RenderError, render_outputs
+    from lockdocs.render.pages import render_outputs
+    from lockdocs.render.targets import RenderError
 
     root = tmp / "proj"
     shutil.copytree(FIXTURE, root)

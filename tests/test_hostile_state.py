@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import lockdocs.render.build as build_mod
+import lockdocs.render.pages as pages_mod
 from conftest import REPO, run_cli
 from lockdocs.api import build as api_build
 
@@ -50,14 +51,14 @@ def test_an_edit_during_a_run_is_not_recorded_as_clean(
     cache = tmp_path / "cache"
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
     monkeypatch.delenv("LOCKDOCS_CACHE", raising=False)
-    real = build_mod.render_outputs
+    real = pages_mod.render_outputs
 
     def render_then_edit(*args: object, **kwargs: object) -> dict[str, str]:
         files = real(*args, **kwargs)  # type: ignore[arg-type]
         _edit(built)  # the user saves an edit meanwhile
         return files
 
-    monkeypatch.setattr(build_mod, "render_outputs", render_then_edit)
+    monkeypatch.setattr(pages_mod, "render_outputs", render_then_edit)
     if command == "check":
         from lockdocs.api import check
 
@@ -81,14 +82,14 @@ def test_an_edited_template_during_a_check_is_not_recorded_as_clean(
     (built / "templates" / "planned.md.j2").write_text("## Planned\n")
     assert run_cli("build", "--root", str(built), env={"LOCKDOCS_CACHE": "off"}).code == 0
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
-    real = build_mod.render_outputs
+    real = pages_mod.render_outputs
 
     def edit_after(*args: object, **kwargs: object) -> dict[str, str]:
         out = real(*args, **kwargs)  # type: ignore[arg-type]
         (built / "templates" / "planned.md.j2").write_text("## Planned, edited\n")
         return out
 
-    monkeypatch.setattr(build_mod, "render_outputs", edit_after)
+    monkeypatch.setattr(pages_mod, "render_outputs", edit_after)
     from lockdocs.api import check
 
     assert check(built).exit_code == 0

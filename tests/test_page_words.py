@@ -14,8 +14,8 @@ from conftest import REPO, write_project
 from lockdocs import model as m
 from lockdocs.api import analyse, load
 from lockdocs.diagnostics import sort_diagnostics
-from lockdocs.render.build import render_outputs
 from lockdocs.render.escape import ends_once, para, sentence
+from lockdocs.render.pages import render_outputs
 from lockdocs.render.words import order_words
 
 LOCKS = """\

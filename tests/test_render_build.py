@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
+import lockdocs.render.atomic as atomic_mod
 import lockdocs.render.build as build_mod
+import lockdocs.render.pages as pages_mod
 from conftest import run_cli
 from lockdocs.api import build as api_build
 from lockdocs.render.svg import STAMP, dot_hash
@@ -349,7 +351,7 @@ def test_a_failure_while_writing_leaves_the_previous_files(
 ) -> None:
     before = _snapshot(built)
     _edit(built)
-    real = build_mod._write_temp
+    real = atomic_mod._write_temp
     calls: list[Path] = []
 
     def failing(target: Path, content: bytes) -> Path:
@@ -358,7 +360,7 @@ def test_a_failure_while_writing_leaves_the_previous_files(
         calls.append(real(target, content))
         return calls[-1]
 
-    monkeypatch.setattr(build_mod, "_write_temp", failing)
+    monkeypatch.setattr(atomic_mod, "_write_temp", failing)
     err = io.StringIO()
     assert api_build(built, out=io.StringIO(), err=err) == 2  # exit 2, plainly worded
     assert "No space left" in err.getvalue() and "nothing written" in err.getvalue()
@@ -401,7 +403,7 @@ def test_a_failure_on_a_first_build_leaves_no_folder_behind(
     def failing(target: Path, content: bytes) -> Path:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(build_mod, "_write_temp", failing)
+    monkeypatch.setattr(atomic_mod, "_write_temp", failing)
     with pytest.raises(KeyboardInterrupt):
         api_build(root, out=io.StringIO(), err=io.StringIO())
     assert not (root / "docs").exists()
@@ -412,15 +414,14 @@ def test_check_skips_rendering_only_when_nothing_changed(
 ) -> None:
     """A clean check is remembered outside the project; any edit falls back to rendering."""
     from lockdocs.api import check
-    from lockdocs.render import build as build_mod
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.delenv("LOCKDOCS_CACHE", raising=False)
     assert check(built).drift == []
     assert list((tmp_path / "cache" / "lockdocs").glob("*.json")), "the clean check is recorded"
     calls: list[int] = []
-    real = build_mod.render_outputs
-    monkeypatch.setattr(build_mod, "render_outputs", lambda *a: calls.append(1) or real(*a))
+    real = pages_mod.render_outputs
+    monkeypatch.setattr(pages_mod, "render_outputs", lambda *a: calls.append(1) or real(*a))
     assert check(built).drift == []
     assert calls == [], "nothing changed: the renderer is not run"
     before = sorted(p.relative_to(built) for p in built.rglob("*"))

@@ -18,9 +18,9 @@ from lockdocs import model as m
 from lockdocs.api import analyse, load
 from lockdocs.diagnostics import Diagnostic, Location, Severity
 from lockdocs.render import edges as edges_mod
-from lockdocs.render.build import render_outputs
 from lockdocs.render.dot import BLUE, RED, wrap
 from lockdocs.render.dot_order import EDGE_WRAP
+from lockdocs.render.pages import render_outputs
 from lockdocs.render.svg import render_svg
 from lockdocs.render.view import build_page
 from lockdocs.rules.catalog import load_all

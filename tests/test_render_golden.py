@@ -15,7 +15,7 @@ import pytest
 
 from lockdocs.api import analyse, load
 from lockdocs.diagnostics import sort_diagnostics
-from lockdocs.render.build import render_outputs
+from lockdocs.render.pages import render_outputs
 
 FIXTURE = Path(__file__).parent / "fixtures" / "render_project"
 GOLDEN = Path(__file__).parent / "golden" / "render_project"

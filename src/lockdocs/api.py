@@ -98,8 +98,8 @@ def check(root: Path, *, drift: bool = True, svg: bool = True) -> CheckResult:
     result = CheckResult(sort_diagnostics(diags + found), model, coverage=coverage)
     if drift:
         from lockdocs.config import apply_overrides, severity_overrides
-        from lockdocs.render.build import RenderError, output_diagnostics
         from lockdocs.render.drift import drift_diagnostics
+        from lockdocs.render.targets import RenderError, output_diagnostics
 
         # A page.output outside docs/ or a broken project template is bad input, not drift.
         bad = output_diagnostics(model)
@@ -150,7 +150,8 @@ def _build(
 ) -> int:
     from lockdocs import colour
     from lockdocs.render.build import build as write_docs
-    from lockdocs.render.build import docs_problem, refuse, restore
+    from lockdocs.render.build import refuse, restore
+    from lockdocs.render.targets import docs_problem
     from lockdocs.report import REPORTERS
 
     problem = docs_problem(root) or restore(root, err)

@@ -128,7 +128,8 @@ def render_project(project: _Project) -> tuple[dict[str, str], list[Path]]:
     Raises PluginError when the declarations are invalid or a finding is an unwaived error.
     """
     from lockdocs.api import check
-    from lockdocs.render.build import DOCS, RenderError, render_outputs
+    from lockdocs.render.pages import render_outputs
+    from lockdocs.render.targets import DOCS, RenderError
 
     if not (project.root / "locks.yaml").is_file():
         raise PluginError(f"lockdocs: no locks.yaml in {project.root} ({project.label})")
@@ -225,7 +226,7 @@ def _banner(error: str) -> str:
 def _committed(project: _Project) -> dict[str, str]:
     """What the project's last `lockdocs build` wrote (its manifest), for a server whose very
     first build fails: those files, as committed, relative to docs/."""
-    from lockdocs.render.build import DOCS, read_manifest
+    from lockdocs.render.targets import DOCS, read_manifest
 
     out: dict[str, str] = {}
     for rel in read_manifest(project.root):

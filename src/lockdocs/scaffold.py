@@ -175,7 +175,7 @@ def _built_page(files: dict[str, bytes]) -> tuple[dict[str, bytes], str]:
 
     try:
         from lockdocs.api import build
-        from lockdocs.render.build import DOCS
+        from lockdocs.render.targets import DOCS
     except ImportError:  # a build without the renderer: the declarations alone
         return {}, "this lockdocs cannot render pages"
     with tempfile.TemporaryDirectory(prefix="lockdocs-init-") as tmp:

@@ -19,6 +19,10 @@ from typing import TYPE_CHECKING
 
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Location, Severity
+from lockdocs.render import targets as b
+from lockdocs.render.atomic import JOURNAL, interrupted
+from lockdocs.render.cache import remember_clean, unchanged_since_clean
+from lockdocs.render.svg import dot_hash, svg_stamp
 
 if TYPE_CHECKING:
     from lockdocs.scan.compare import Coverage
@@ -256,19 +260,19 @@ def find_drift(
     With `svg` False (a project built with --no-svg, or a machine without Graphviz) SVGs are
     neither expected nor compared: only the Markdown and the DOT.
     """
-    from lockdocs.render import build as b
-    from lockdocs.render.svg import dot_hash, svg_stamp
-
     root = Path(model.root)
     refused = b.docs_problem(root)
     if refused is not None:
         status = "outside" if refused.outside else "refused"
         return [DriftFile(b.DOCS, status, reason=refused.message, fix=refused.hint)]
-    if b.interrupted(root):
-        return [DriftFile(b.JOURNAL, "interrupted")]
-    if b._unchanged_since_clean(root, model, svg=svg, coverage=coverage):
+    if interrupted(root):
+        return [DriftFile(JOURNAL, "interrupted")]
+    if unchanged_since_clean(root, model, svg=svg, coverage=coverage):
         return []
-    files = b.render_outputs(model, diagnostics, coverage)
+    # The lazy boundary of the renderer: only a check the cache cannot vouch for renders.
+    from lockdocs.render import pages
+
+    files = pages.render_outputs(model, diagnostics, coverage)
     found: dict[str, DriftFile] = {}
     expected = set(files)
     compared: dict[str, str] = {}  # what was read and found equal: what the cache records
@@ -281,21 +285,21 @@ def find_drift(
                 fix=f"remove the symlink or point it inside {b.DOCS}/: lockdocs writes only there",
             )
             continue
-        old = b._read(root / rel)
+        old = b.read_or_none(root / rel)
         if old is None:
             found[rel] = DriftFile(rel, "missing", None, new)
         elif old != new:
             found[rel] = DriftFile(rel, "changed", old, new)
         else:
-            compared[rel] = b._sha(old)
-        svg_rel = b._svg_path(rel)
+            compared[rel] = b.sha(old)
+        svg_rel = b.svg_path(rel)
         if not rel.endswith(".dot"):
             continue
-        on_disk = b._read(root / svg_rel) if b.confined(root, svg_rel) else None
+        on_disk = b.read_or_none(root / svg_rel) if b.confined(root, svg_rel) else None
         if svg or on_disk is not None:
             expected.add(svg_rel)
             if on_disk is not None:
-                compared[svg_rel] = b._sha(on_disk)
+                compared[svg_rel] = b.sha(on_disk)
         if not svg:
             continue  # DOT only: an SVG is neither required nor compared
         if on_disk is None:
@@ -305,12 +309,12 @@ def find_drift(
     for rel in b.read_manifest(root):
         if rel not in expected and (root / rel).is_file():
             found[rel] = DriftFile(rel, "stale")
-    manifest = b._read(root / b.MANIFEST) if b.confined(root, b.MANIFEST) else None
-    if not found and manifest != b._manifest_text(sorted(expected)):
+    manifest = b.read_or_none(root / b.MANIFEST) if b.confined(root, b.MANIFEST) else None
+    if not found and manifest != b.manifest_text(sorted(expected)):
         found[b.MANIFEST] = DriftFile(b.MANIFEST, "manifest")
     if not found and manifest is not None:
-        outputs = {**compared, b.MANIFEST: b._sha(manifest)}
-        b.remember_clean(root, model, outputs, svg=svg, coverage=coverage)
+        outputs = {**compared, b.MANIFEST: b.sha(manifest)}
+        remember_clean(root, model, outputs, svg=svg, coverage=coverage)
     return [found[k] for k in sorted(found)]
 
 

@@ -1,0 +1,365 @@
+"""Writing the generated files all or nothing: each through a temporary file beside its target
+and `os.replace`, the manifest last, with an undo journal that a killed build leaves for the
+next run to restore from, and a lock so builds of one project write one at a time."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl  # POSIX, as the build lock is
+import functools
+import json
+import os
+import re
+import signal
+import tempfile
+import time
+from pathlib import Path, PurePosixPath
+from typing import TextIO
+
+from lockdocs.render.targets import (
+    DOCS,
+    MANIFEST,
+    BuildRefused,
+    confined,
+    inside_docs,
+    manifest_text,
+    read_manifest,
+    read_or_none,
+)
+
+
+@functools.cache
+def _umask() -> int:
+    """The process's umask (read without changing it where Linux allows)."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _mode_for(target: Path) -> int:
+    """The mode `open` would leave: an existing file keeps its own, a new one gets what the
+    umask allows (mkstemp alone makes every file 0600)."""
+    try:
+        return target.stat().st_mode & 0o7777
+    except OSError:
+        return 0o666 & ~_umask()
+
+
+def _write_temp(target: Path, content: bytes, mode: int | None = None) -> Path:
+    """Write content to a new temporary file beside target (same folder, so os.replace is an
+    atomic rename) and return its path."""
+    fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, _mode_for(target) if mode is None else mode)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(content)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        Path(name).unlink(missing_ok=True)
+        if exc.filename is None:  # a failed write names no file; say which one
+            exc.filename = str(target)
+        raise
+    except BaseException:
+        Path(name).unlink(missing_ok=True)
+        raise
+    return Path(name)
+
+
+def _mkdirs(folder: Path, created: list[Path]) -> None:
+    """Create the missing folders of `folder`, recording them for a rollback."""
+    missing = []
+    for p in (folder, *folder.parents):
+        if p.exists():
+            break
+        missing.append(p)
+    for p in reversed(missing):
+        p.mkdir()
+        created.append(p)
+
+
+def _prune(folder: Path, stop: Path) -> None:
+    """Remove folders left empty, up to (not including) stop."""
+    while folder != stop and stop in folder.parents:
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+        folder = folder.parent
+
+
+JOURNAL = f"{DOCS}/.lockdocs-journal"
+
+
+def _entry(
+    root: Path, target: Path, backup: Path | None, tmp: Path | None
+) -> dict[str, str | None]:
+    def rel(p: Path | None) -> str | None:
+        return None if p is None else p.relative_to(root).as_posix()
+
+    return {"target": rel(target), "backup": rel(backup), "temp": rel(tmp)}
+
+
+def _write_journal(root: Path, entries: list[dict[str, str | None]]) -> None:
+    target = root / JOURNAL
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _write_temp(target, json.dumps(entries, sort_keys=True).encode("utf-8")).replace(target)
+
+
+def _discard(root: Path, entries: list[dict[str, str | None]]) -> None:
+    for e in entries:
+        for key in ("backup", "temp"):
+            if e[key]:
+                (root / str(e[key])).unlink(missing_ok=True)
+
+
+def _crash_point(renamed: int) -> None:
+    """For the crash test only: LOCKDOCS_CRASH_AFTER=N kills the process after N renames."""
+    limit = os.environ.get("LOCKDOCS_CRASH_AFTER")
+    if limit and renamed >= int(limit):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def interrupted(root: Path) -> bool:
+    """A build was killed while it replaced files (its journal is still there)."""
+    return (root / JOURNAL).is_file() or (root / JOURNAL).is_symlink()
+
+
+_MAX_JOURNAL_BYTES = 16 * 1024 * 1024
+
+
+def _journal_entries(root: Path) -> tuple[list[dict[str, str | None]], str]:
+    """The journal's entries, or ([], why it cannot be trusted). A journal names files to
+    restore and delete, so only the exact shape a build writes is followed: a list of
+    {target, backup, temp}, every name inside docs/ (symlinks resolved), each backup and
+    temporary file a `.NAME.XXXXXXXX.tmp` sibling of its target."""
+    journal = root / JOURNAL
+    if journal.is_symlink() or not confined(root, JOURNAL):
+        return [], "it is a symlink"
+    try:
+        if journal.stat().st_size > _MAX_JOURNAL_BYTES:
+            return [], "it is far larger than any journal a build writes"
+        entries = json.loads(journal.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return [], "it is not JSON"
+    if not isinstance(entries, list):
+        return [], "it is not a list of entries"
+    for e in entries:
+        if not isinstance(e, dict) or set(e) != {"target", "backup", "temp"}:
+            return [], "an entry is not {target, backup, temp}"
+        target = e["target"]
+        if not isinstance(target, str) or not confined(root, target) or target == JOURNAL:
+            return [], f"an entry's target {target!r} is not a file inside {DOCS}/"
+        for key in ("backup", "temp"):
+            value = e[key]
+            if value is None:
+                continue
+            name = PurePosixPath(target).name
+            if (
+                not isinstance(value, str)
+                or PurePosixPath(value).parent != PurePosixPath(target).parent
+                or not re.fullmatch(
+                    re.escape(f".{name}.") + r"[A-Za-z0-9_]+\.tmp", PurePosixPath(value).name
+                )
+                or not confined(root, value)
+            ):
+                return [], f"an entry's {key} {value!r} is not a temporary file beside {target}"
+    return entries, ""
+
+
+def recover(root: Path, err: TextIO | None = None) -> bool:
+    """Undo a build that did not finish: put back every file it replaced or removed and
+    delete what it added. Returns whether there was anything to undo. A journal that is not
+    exactly what a build writes is reported (to `err`), removed and never followed."""
+    journal = root / JOURNAL
+    if not interrupted(root):
+        return False
+    try:
+        entries, problem = _journal_entries(root)
+    except OSError as exc:
+        entries, problem = [], f"it cannot be read ({exc.strerror})"
+    if problem:
+        if err is not None:
+            err.write(
+                f"lockdocs: ignored {JOURNAL}: {problem}; nothing in it was followed, "
+                "and it is removed\n"
+            )
+        journal.unlink(missing_ok=True)
+        return False
+    complete = all((root / str(e["backup"])).is_file() for e in entries if e.get("backup"))
+    if complete:  # the copies are all there: restore them
+        for e in entries:
+            target = root / str(e["target"])
+            if e.get("backup"):
+                (root / str(e["backup"])).replace(target)
+            elif e.get("temp"):
+                target.unlink(missing_ok=True)  # a file this build added
+    _discard(root, entries)  # otherwise the build had finished and was only tidying up
+    journal.unlink(missing_ok=True)
+    return complete
+
+
+_TEMP = re.compile(r"\.(.+)\.[a-z0-9_]{8}\.tmp")
+
+
+def remove_stale_temps(root: Path, names: list[str]) -> list[str]:
+    """Delete the temporary files killed builds left beside the files lockdocs writes
+    (`.NAME.XXXXXXXX.tmp`, NAME one of `names`); only while holding the build lock, after
+    recover() has used the journal's. Returns what was removed."""
+    by_folder: dict[Path, set[str]] = {}
+    for rel in names:
+        if confined(root, rel):
+            target = root / rel
+            by_folder.setdefault(target.parent, set()).add(target.name)
+    removed = []
+    for folder, wanted in sorted(by_folder.items()):
+        try:
+            entries = list(folder.iterdir())
+        except OSError:
+            continue
+        for entry in sorted(entries):
+            m = _TEMP.fullmatch(entry.name)
+            if m and m.group(1) in wanted and entry.is_file() and not entry.is_symlink():
+                entry.unlink(missing_ok=True)
+                removed.append(entry.relative_to(root).as_posix())
+    return removed
+
+
+LOCK = f"{DOCS}/.lockdocs-lock"
+LOCK_WAIT = 60.0  # seconds a build waits for another one (LOCKDOCS_LOCK_SECONDS overrides)
+
+
+def _lock_wait() -> float:
+    try:
+        value = float(os.environ.get("LOCKDOCS_LOCK_SECONDS", ""))
+    except ValueError:
+        return LOCK_WAIT
+    return value if value >= 0 else LOCK_WAIT
+
+
+class BuildLock:
+    """One build at a time per docs folder: an flock on docs/.lockdocs-lock, removed when the
+    build ends (a killed build's file is taken over: the kernel drops its lock)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.fd: int | None = None
+
+    def acquire(self, wait: float | None = None) -> BuildRefused | None:
+        wait = _lock_wait() if wait is None else wait
+        path = self.root / LOCK
+        if not confined(self.root, LOCK) or path.is_symlink():
+            return BuildRefused(f"{LOCK} is a symlink", "remove it; lockdocs creates it itself")
+        deadline = time.monotonic() + wait
+        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        while True:
+            fd = os.open(path, flags, 0o666 & ~_umask())
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                if time.monotonic() > deadline:
+                    return BuildRefused(
+                        f"another lockdocs build is running in this project ({LOCK} is held "
+                        f"for more than {wait:g} s)",
+                        "wait for it to finish, then build again",
+                    )
+                time.sleep(0.05)
+                continue
+            try:
+                same = os.fstat(fd).st_ino == path.stat().st_ino
+            except OSError:
+                same = False
+            if same:  # not a file the previous holder removed meanwhile
+                os.ftruncate(fd, 0)
+                os.write(fd, f"{os.getpid()}\n".encode())
+                self.fd = fd
+                return None
+            os.close(fd)
+
+    def release(self) -> None:
+        if self.fd is None:
+            return
+        with contextlib.suppress(OSError):
+            (self.root / LOCK).unlink()
+        os.close(self.fd)
+        self.fd = None
+
+
+def write_files(root: Path, files: dict[str, str]) -> tuple[list[str], list[str]]:
+    """Write `files` (and the manifest) all or nothing; remove what the last build wrote and
+    this one does not. Returns (written, removed) paths."""
+    for rel in files:
+        if not inside_docs(rel):  # pragma: no cover - render_outputs never makes one
+            raise ValueError(f"refusing to write {rel} outside {DOCS}/")
+    for rel in [*files, MANIFEST, JOURNAL]:
+        if not confined(root, rel):
+            raise BuildRefused(
+                f"{rel} leads outside {DOCS}/ (a symlink on the way)",
+                f"remove the symlink or point it inside {DOCS}/: lockdocs writes only there",
+            )
+        if (root / rel).is_dir():
+            raise BuildRefused(
+                f"{rel} is a folder, where lockdocs writes a file", "move the folder away"
+            )
+    previous = read_manifest(root)
+    wanted = dict(files)
+    manifest = manifest_text(list(files))
+    changed = [rel for rel, text in wanted.items() if read_or_none(root / rel) != text]
+    if read_or_none(root / MANIFEST) != manifest:
+        changed.append(MANIFEST)
+        wanted[MANIFEST] = manifest
+    stale = [rel for rel in previous if rel not in files and (root / rel).is_file()]
+
+    created: list[Path] = []
+    temps: list[tuple[Path, Path]] = []
+    try:
+        for rel in changed:
+            target = root / rel
+            _mkdirs(target.parent, created)
+            temps.append((target, _write_temp(target, wanted[rel].encode("utf-8"))))
+    except BaseException:
+        for _, tmp in temps:
+            tmp.unlink(missing_ok=True)
+        for folder in reversed(created):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
+
+    # Undo journal: every file this build replaces or removes is first copied beside itself,
+    # and the list is written (atomically) before the first rename. A failure inside the
+    # process restores the copies at once; a killed process leaves the journal, and the next
+    # `lockdocs build` restores the previous files before it writes (`check` reports it).
+    docs = root / DOCS
+    entries: list[dict[str, str | None]] = []
+    try:
+        for target, tmp in temps:
+            backup = _write_temp(target, target.read_bytes()) if target.exists() else None
+            entries.append(_entry(root, target, backup, tmp))
+        for rel in stale:
+            target = root / rel
+            entries.append(_entry(root, target, _write_temp(target, target.read_bytes()), None))
+        _write_journal(root, entries)
+    except BaseException:
+        _discard(root, entries)
+        for _, tmp in temps:
+            tmp.unlink(missing_ok=True)
+        raise
+    try:
+        for n, (target, tmp) in enumerate(temps, start=1):
+            tmp.replace(target)
+            _crash_point(n)
+        for rel in stale:
+            (root / rel).unlink(missing_ok=True)
+    except BaseException:
+        recover(root)
+        raise
+    _discard(root, entries)  # the build is in place: drop the copies, then the journal
+    (root / JOURNAL).unlink(missing_ok=True)
+    for rel in stale:
+        _prune((root / rel).parent, docs)
+    return sorted(r for r in changed if r != MANIFEST), sorted(stale)

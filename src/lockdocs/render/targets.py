@@ -1,0 +1,198 @@
+"""Where the generated files go, and what may stop them going there: page.output checked to
+stay inside docs/ (LD003), every path confined to docs/ with symlinks resolved, a docs folder
+that cannot take a build (BuildRefused, in plain words), and the manifest of what the last build
+wrote."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import os
+from pathlib import Path, PurePosixPath
+
+from lockdocs import model as m
+from lockdocs.confine import inside
+from lockdocs.diagnostics import Diagnostic, Location, Severity
+from lockdocs.load import read_file
+
+DOCS = "docs"
+MANIFEST = f"{DOCS}/.lockdocs-manifest"
+_MANIFEST_HEAD = (
+    "# Files written by `lockdocs build`; the next build removes any it no longer writes.\n"
+)
+
+
+class RenderError(Exception):
+    """The outputs cannot be rendered (a bad output path, a broken template): bad input."""
+
+    def __init__(self, diagnostics: list[Diagnostic]) -> None:
+        super().__init__("; ".join(d.message for d in diagnostics))
+        self.diagnostics = diagnostics
+
+
+def _output_problem(output: str) -> str | None:
+    """Why page.output could leave docs/, or None when it is a safe relative path."""
+    if not output:
+        return "is empty"
+    if output.startswith(("/", "\\")) or (len(output) > 1 and output[1] == ":"):
+        return "is an absolute path"
+    if "\\" in output:
+        return "uses a backslash; write a relative path with /"
+    parts = output.split("/")
+    if ".." in parts:
+        return "climbs out of docs/ with '..'"
+    if any(p in ("", ".") for p in parts):
+        return "has an empty or '.' segment; write the plain relative path"
+    if not output.endswith(".md") or output == ".md" or parts[-1] == ".md":
+        return "is not a .md file name"
+    return None
+
+
+def output_diagnostics(model: m.Model) -> list[Diagnostic]:
+    """page.output must name a Markdown file inside docs/; a located error otherwise."""
+    problem = _output_problem(model.page.output)
+    if problem is None:
+        return []
+    loc = Location("locks.yaml", 0, 0)
+    doc, _ = read_file(Path(model.root) / "locks.yaml", "locks.yaml")
+    if doc is not None:
+        loc = doc.loc(("page", "output"))
+    return [
+        Diagnostic(
+            "LD003",
+            Severity.ERROR,
+            f"page.output '{model.page.output}' {problem}",
+            loc,
+            "write a path relative to docs/, e.g. output: database-locks.md or "
+            "output: locks/database.md",
+        )
+    ]
+
+
+def page_location(model: m.Model) -> tuple[str, str]:
+    """(the page, the folder of its diagrams), as posix paths relative to the project root."""
+    page = PurePosixPath(DOCS) / model.page.output
+    return page.as_posix(), page.with_suffix("").as_posix()
+
+
+def inside_docs(rel: str) -> bool:
+    """Whether a manifest entry may be written or removed (never outside docs/)."""
+    parts = PurePosixPath(rel).parts
+    return (
+        len(parts) >= 2
+        and parts[0] == DOCS
+        and not PurePosixPath(rel).is_absolute()
+        and all(p not in ("", ".", "..") for p in parts)
+        and "\\" not in rel
+    )
+
+
+def confined(root: Path, rel: str) -> bool:
+    """A path inside docs/ by name that also lies inside docs/ once symlinks are resolved
+    (with `docs/evil -> /elsewhere`, `docs/evil/x` lies elsewhere: never read, written or
+    removed)."""
+    return inside_docs(rel) and inside(root / DOCS, root / rel)
+
+
+class BuildRefused(Exception):
+    """The docs folder cannot take the build (wrong type, outside the project, not writable,
+    full): exit 2 with this message and what to do; nothing is written."""
+
+    def __init__(self, message: str, hint: str, *, outside: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.outside = outside  # it leads out of the project or docs/ (LD012 in check)
+
+
+def docs_problem(root: Path) -> BuildRefused | None:
+    """Why docs/ cannot hold the generated files, or None when it can (or does not exist yet)."""
+    docs = root / DOCS
+    if docs.is_symlink() and not docs.exists():
+        return BuildRefused(
+            f"{DOCS}/ is a symlink to {docs.readlink()}, which does not exist",
+            f"create the folder it points to, or replace the link with a {DOCS}/ folder",
+        )
+    if docs.exists() and not docs.is_dir():
+        return BuildRefused(
+            f"{DOCS} is a file, not a folder",
+            f"move it away: lockdocs build writes the page into a {DOCS}/ folder",
+        )
+    if docs.exists() and not inside(root, docs):
+        return BuildRefused(
+            f"{DOCS}/ leads outside the project (a symlink to {docs.resolve()})",
+            f"make {DOCS}/ a folder inside the project (a symlink is fine if it stays inside)",
+            outside=True,
+        )
+    return None
+
+
+# Plain words for the errors a machine (not the declarations) causes, and what to do.
+_OS_HINTS = {
+    errno.EROFS: "the file system is read-only: build in a writable checkout",
+    errno.EACCES: "make the docs folder writable for this user",
+    errno.EPERM: "make the docs folder writable for this user",
+    errno.ENOSPC: "the disk is full: free some space and build again",
+    errno.EDQUOT: "the disk quota is used up: free some space and build again",
+    errno.EISDIR: "a folder stands where lockdocs writes a file: move it away",
+    errno.ENOTDIR: "a file stands where lockdocs needs a folder: move it away",
+    errno.ELOOP: "a symlink loop stands in the docs folder: remove it",
+    errno.ENAMETOOLONG: "use a shorter page.output",
+}
+
+
+def os_refusal(exc: OSError, root: Path, doing: str) -> BuildRefused:
+    """An OSError from writing the docs as a plain, located refusal."""
+    where = exc.filename
+    shown = str(where)
+    if where is not None:
+        with contextlib.suppress(ValueError, TypeError):
+            shown = Path(os.fsdecode(where)).relative_to(root).as_posix()
+    reason = exc.strerror or type(exc).__name__
+    code = errno.errorcode.get(exc.errno or 0, "")
+    message = f"cannot {doing} {shown}: {reason}" + (f" ({code})" if code else "")
+    return BuildRefused(message, _OS_HINTS.get(exc.errno or 0, "check the docs folder"))
+
+
+def svg_path(dot_path: str) -> str:
+    """The SVG drawn from a DOT file sits next to it."""
+    return dot_path[: -len(".dot")] + ".svg"
+
+
+def manifest_text(paths: list[str]) -> str:
+    """The manifest: a comment, then one generated path per line, sorted."""
+    return _MANIFEST_HEAD + "".join(p + "\n" for p in sorted(paths))
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def hashes(files: dict[str, str]) -> dict[str, str]:
+    return {rel: sha(text) for rel, text in files.items()}
+
+
+def read_manifest(root: Path) -> list[str]:
+    """The files the last build wrote: only lines that name a file inside docs/, symlinks
+    resolved, are trusted; any other line is ignored (never read, never removed)."""
+    try:
+        if not confined(root, MANIFEST):
+            return []
+        text = (root / MANIFEST).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return []
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#") and confined(root, line):
+            out.append(line)
+    return out
+
+
+def read_or_none(path: Path) -> str | None:
+    """A file's text, or None when it is missing or unreadable."""
+    try:
+        return path.read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return None
