@@ -12,7 +12,7 @@ from lockdocs.diagnostics import Diagnostic, Severity, sort_diagnostics
 
 if TYPE_CHECKING:
     from lockdocs.progress import Progress
-    from lockdocs.scan.compare import Coverage
+    from lockdocs.scan.decls import Coverage
 
 
 @dataclass

@@ -4,11 +4,16 @@ one JSON-ready dict that every output format only prints."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from lockdocs import model as m
-from lockdocs.diagnostics import Diagnostic, Severity
+from lockdocs.diagnostics import Severity
+from lockdocs.diff.findings import (
+    compare_exceptions,
+    compare_findings,
+    compare_rules,
+    still_waived,
+)
 from lockdocs.diff.sides import Side
 
 FAILING = (Severity.ERROR, Severity.WARNING)
@@ -109,13 +114,6 @@ def _compare_locks(
             if changes:
                 changed.append({"id": lid, "changes": changes})
     return {"added": added, "removed": removed, "renamed": renamed, "changed": changed}
-
-
-def _rename_text(text: str, mapping: dict[str, str]) -> str:
-    """Old lock ids in a message, replaced by the new ones (whole ids only)."""
-    for old, new in mapping.items():
-        text = re.sub(rf"(?<![\w.-]){re.escape(old)}(?![\w-]|\.\w)", new, text)
-    return text
 
 
 def order_edges(model: m.Model, mapping: dict[str, str]) -> dict[tuple[str, str], list[str]]:
@@ -249,117 +247,6 @@ def _compare_paths(
     return {"added": added, "removed": removed, "changed": changed}
 
 
-_LOCATION = re.compile(r"(\b[\w./-]+\.ya?ml):\d+(?::\d+)?")
-_LINE = re.compile(r"\bline \d+")
-
-
-def finding_key(d: Diagnostic, mapping: dict[str, str]) -> tuple[Any, ...]:
-    """What makes a finding the same finding on both sides: not its line numbers."""
-    message = _LINE.sub("line", _LOCATION.sub(r"\1", d.message))
-    return (
-        d.code,
-        tuple(d.paths),
-        tuple(sorted(mapping.get(x, x) for x in d.locks)),
-        _rename_text(message, mapping),
-    )
-
-
-def _finding(d: Diagnostic) -> dict[str, Any]:
-    from lockdocs.report import diagnostic_json
-
-    return diagnostic_json(d)
-
-
-def _compare_findings(
-    base: list[Diagnostic], head: list[Diagnostic], mapping: dict[str, str]
-) -> dict[str, list[dict[str, Any]]]:
-    before: dict[tuple[Any, ...], Diagnostic] = {}
-    for d in base:
-        before.setdefault(finding_key(d, mapping), d)
-    after: dict[tuple[Any, ...], Diagnostic] = {}
-    for d in head:
-        after.setdefault(finding_key(d, {}), d)
-    new = [_finding(d) for k, d in after.items() if k not in before]
-    fixed = [_finding(d) for k, d in before.items() if k not in after]
-    newly_waived = [
-        _finding(d)
-        for k, d in after.items()
-        if k in before and d.waived_by and not before[k].waived_by
-    ]
-    unwaived = [
-        _finding(d)
-        for k, d in after.items()
-        if k in before and not d.waived_by and before[k].waived_by
-    ]
-    return {
-        "new": new,
-        "fixed": fixed,
-        "newly_waived": newly_waived,
-        "no_longer_waived": unwaived,
-    }
-
-
-def _still_waived(base: list[Diagnostic], head: list[Diagnostic], mapping: dict[str, str]) -> int:
-    before = {finding_key(d, mapping) for d in base if d.waived_by}
-    return len({finding_key(d, {}) for d in head if d.waived_by} & before)
-
-
-def _compare_exceptions(
-    base: m.Model, head: m.Model, mapping: dict[str, str]
-) -> dict[str, list[dict[str, Any]]]:
-    def row(w: m.Waiver, lock: str | None) -> dict[str, Any]:
-        return {
-            "rule": w.rule,
-            "path": w.path,
-            "lock": lock,
-            "issue": w.issue,
-            "title": w.title,
-            "why": w.why,
-        }
-
-    def key(r: dict[str, Any]) -> tuple[Any, ...]:
-        return (r["rule"], r["path"], r["lock"], r["issue"])
-
-    before = [row(w, mapping.get(w.lock, w.lock) if w.lock else None) for w in base.waivers]
-    after = [row(w, w.lock) for w in head.waivers]
-    keys_before = {key(r) for r in before}
-    keys_after = {key(r) for r in after}
-    return {
-        "added": [r for r in after if key(r) not in keys_before],
-        "removed": [r for r in before if key(r) not in keys_after],
-    }
-
-
-def _renamed_params(value: object, mapping: dict[str, str]) -> object:
-    """A rule's parameters with old lock ids replaced, so a rename alone changes no rule."""
-    if isinstance(value, str):
-        return mapping.get(value, value)
-    if isinstance(value, tuple | list):
-        return tuple(_renamed_params(v, mapping) for v in value)
-    return value
-
-
-def _compare_rules(
-    base: m.Model, head: m.Model, mapping: dict[str, str]
-) -> dict[str, list[dict[str, Any]]]:
-    def row(r: m.Rule) -> dict[str, Any]:
-        return {"id": r.id, "title": r.title, "check": r.check}
-
-    def check(r: m.Rule, names: dict[str, str]) -> object:
-        return (r.check, tuple((k, _renamed_params(v, names)) for k, v in r.params))
-
-    changed = [
-        row(r)
-        for rid, r in head.rules.items()
-        if rid in base.rules and check(base.rules[rid], mapping) != check(r, {})
-    ]
-    return {
-        "added": [row(r) for rid, r in head.rules.items() if rid not in base.rules],
-        "removed": [row(r) for rid, r in base.rules.items() if rid not in head.rules],
-        "changed": changed,
-    }
-
-
 def blamed_paths(paths: dict[str, list[dict[str, Any]]]) -> frozenset[str]:
     """The paths a change added or reordered (else those it made take other locks): a new
     cycle's hint names one of them before a path the change left alone."""
@@ -378,7 +265,7 @@ def compare(base: Side, head: Side) -> dict[str, Any]:
         from lockdocs.api import analyse
 
         head = Side(head.label, head.model, analyse(head.model, blame=blame))
-    findings = _compare_findings(base.findings, head.findings, mapping)
+    findings = compare_findings(base.findings, head.findings, mapping)
     failing = [
         f
         for f in findings["new"] + findings["no_longer_waived"]
@@ -391,11 +278,11 @@ def compare(base: Side, head: Side) -> dict[str, Any]:
         "edges": _compare_edges(order_edges(base.model, mapping), order_edges(head.model, {})),
         "paths": paths,
         "findings": findings,
-        "exceptions": _compare_exceptions(base.model, head.model, mapping),
-        "rules": _compare_rules(base.model, head.model, mapping),
+        "exceptions": compare_exceptions(base.model, head.model, mapping),
+        "rules": compare_rules(base.model, head.model, mapping),
         "new_unwaived": len(failing),
         # Waived on both sides and unchanged: not a change, only counted.
-        "unchanged_waived": _still_waived(base.findings, head.findings, mapping),
+        "unchanged_waived": still_waived(base.findings, head.findings, mapping),
     }
     result["changed"] = bool(summary_counts(result))
     result["summary"] = summary_line(result)
@@ -446,6 +333,3 @@ def summary_line(result: dict[str, Any]) -> str:
     if result["new_unwaived"]:
         line += f"; {count(result['new_unwaived'], 'new unwaived finding')} to fix or waive"
     return line
-
-
-# --- output -------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ everything all or nothing (atomic.py) under the build lock, and remember the res
 previous build wrote and this one does not are removed. `drift.py` compares the same outputs
 with the committed files instead of writing them.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -41,7 +42,7 @@ from lockdocs.report import REPORTERS
 
 if TYPE_CHECKING:
     from lockdocs.progress import Progress
-    from lockdocs.scan.compare import Coverage
+    from lockdocs.scan.decls import Coverage
 
 __all__ = ["DOCS", "JOURNAL", "LOCK", "MANIFEST", "build", "lock_docs", "refuse", "restore"]
 

@@ -17,7 +17,7 @@ from lockdocs import model as m
 from lockdocs.render.targets import MANIFEST, confined, read_manifest, read_or_none, sha
 
 if TYPE_CHECKING:
-    from lockdocs.scan.compare import Coverage
+    from lockdocs.scan.decls import Coverage
 
 
 def inputs_digest(model: m.Model, coverage: Coverage | None = None) -> str:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from lockdocs import model as m
 
 if TYPE_CHECKING:
-    from lockdocs.scan.compare import Coverage
+    from lockdocs.scan.decls import Coverage
 
 
 @dataclass(frozen=True)

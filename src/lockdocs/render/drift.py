@@ -25,7 +25,7 @@ from lockdocs.render.cache import remember_clean, unchanged_since_clean
 from lockdocs.render.svg import dot_hash, svg_stamp
 
 if TYPE_CHECKING:
-    from lockdocs.scan.compare import Coverage
+    from lockdocs.scan.decls import Coverage
 
 FIX = "lockdocs build"
 SECTIONS_SHOWN = 6

@@ -28,7 +28,7 @@ from lockdocs.render.view import build_page
 
 if TYPE_CHECKING:
     from lockdocs.progress import Progress
-    from lockdocs.scan.compare import Coverage
+    from lockdocs.scan.decls import Coverage
 
 
 def render_outputs(

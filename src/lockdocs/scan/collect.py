@@ -16,7 +16,8 @@ from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Location, Severity
 from lockdocs.scan.cache import Cache, content_key
 from lockdocs.scan.found import FileScan, FoundLock, Site, Warning
-from lockdocs.scan.sources import file_kind, go_units, python_module, python_units
+from lockdocs.scan.golang import go_units
+from lockdocs.scan.sources import file_kind, python_module, python_units
 
 MAX_BYTES = 4 * 1024 * 1024
 

@@ -9,164 +9,29 @@ Findings in the SQL can be waived there (`-- lockdocs: ignore LD7xx reason`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, replace
-from typing import Any
+from collections.abc import Iterable
+from dataclasses import replace
 
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Location, Severity
 from lockdocs.grammar import an
-from lockdocs.scan.collect import Item, ScanResult, same_table
+from lockdocs.scan.collect import Item, ScanResult
+from lockdocs.scan.decls import (
+    SQL_KINDS,
+    STRENGTH,
+    Coverage,
+    Decl,
+    LockCoverage,
+    declarations,
+    describe_lock,
+    location_of,
+    matches_shape,
+    plain_name,
+    statement_of,
+    tables_of,
+)
 from lockdocs.scan.found import Site
 from lockdocs.scan.keyshape import describe, key_differences
-
-SQL_KINDS = ("query", "sql-function", "statement")
-_ROW_ORDER = ["for key share", "for share", "for no key update", "for update"]
-_STRENGTH = {
-    **{mode: i for i, mode in enumerate(_ROW_ORDER)},
-    "shared": 0,
-    "exclusive": 1,
-}
-
-
-@dataclass(frozen=True)
-class Decl:
-    """One declaration that names code for a lock: a taker, or a take step's via."""
-
-    lock: str
-    names: tuple[str, ...]
-    location: Location
-    mode: str | None = None
-    option: str | None = None
-    taker: m.Taker | None = None
-    tries: bool = False  # a take step declared try: (it never waits)
-
-
-@dataclass
-class LockCoverage:
-    takers: int = 0
-    takers_found: int = 0
-    statements: int = 0
-    statements_declared: int = 0
-    statements_waived: int = 0
-    missing: list[str] = field(default_factory=list)  # takers not found
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "takers": self.takers,
-            "takers_found": self.takers_found,
-            "statements": self.statements,
-            "statements_declared": self.statements_declared,
-            "statements_waived": self.statements_waived,
-            "takers_missing": self.missing,
-        }
-
-
-@dataclass
-class Coverage:
-    patterns: tuple[str, ...]
-    files: int
-    locks: dict[str, LockCoverage]
-    unmatched: int = 0  # locking statements on no declared lock
-
-    def total(self, attr: str) -> int:
-        return sum(int(getattr(c, attr)) for c in self.locks.values())
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "patterns": list(self.patterns),
-            "files": self.files,
-            "takers": self.total("takers"),
-            "takers_found": self.total("takers_found"),
-            "statements": self.total("statements"),
-            "statements_declared": self.total("statements_declared"),
-            "statements_waived": self.total("statements_waived"),
-            "statements_on_no_lock": self.unmatched,
-            "locks": {lid: c.to_json() for lid, c in sorted(self.locks.items())},
-        }
-
-
-def plain_name(name: str) -> str:
-    """Go's method notation pkg.(*T).M is the same name as pkg.T.M."""
-    return name.replace("(*", "").replace("(", "").replace(")", "")
-
-
-def _walk(steps: Iterable[m.Step]) -> Iterator[m.Step]:
-    for s in steps:
-        yield s
-        if isinstance(s, m.Loop):
-            yield from _walk(s.steps)
-        elif isinstance(s, m.Branches):
-            for _, alt in s.alternatives:
-                yield from _walk(alt)
-
-
-def declarations(model: m.Model) -> tuple[dict[str, list[Decl]], dict[str, list[Decl]]]:
-    """(takers by lock, take steps with a via by lock)."""
-    takers: dict[str, list[Decl]] = {}
-    steps: dict[str, list[Decl]] = {}
-    for lid, lock in model.locks.items():
-        takers[lid] = [
-            Decl(lid, (t.name, *t.via), t.location or lock.location, t.mode, None, t)
-            for t in lock.takers
-        ]
-    for path in model.paths.values():
-        for s in _walk(path.steps):
-            if isinstance(s, m.Take) and s.via:
-                steps.setdefault(s.lock, []).append(
-                    Decl(s.lock, s.via, s.location, s.mode, s.option, tries=s.attempt is not None)
-                )
-    return takers, steps
-
-
-def _lock_kind(lock: m.Lock) -> str:
-    return lock.kind
-
-
-def _tables(lock: m.Lock) -> list[str]:
-    out = [lock.table] if lock.table else []
-    out += [b.table for b in lock.backends if b.table and b.kind in ("row", "table")]
-    return out
-
-
-def matches_shape(item: Item, lock: m.Lock) -> bool | None:
-    """Whether a found lock is an instance of a declared one; None when the SQL cannot say
-    (an advisory key passed in as a parameter)."""
-    lk = item.lock
-    if lk.kind != lock.kind:
-        return False
-    if lk.kind in ("row", "table"):
-        return any(same_table(lk.table or "", t) for t in _tables(lock))
-    if lock.key is None or lk.shape is None:
-        return None
-    diffs = key_differences(lk.shape, lock.key)
-    return None if diffs is None else not diffs
-
-
-def _stmt(item: Item) -> str:
-    return f"'{item.site.name}'" if item.site.name else "this statement"
-
-
-_IMPLICIT = {
-    "update": ", the row lock of an UPDATE",
-    "upsert": ", the row lock of INSERT ... ON CONFLICT DO UPDATE",
-    "delete": ", the row lock of a DELETE",
-    "foreign key": ", the foreign-key check of a write",
-}
-
-
-def describe_lock(item: Item) -> str:
-    lk = item.lock
-    if lk.kind == "advisory":
-        return f"{lk.function}({lk.key or ''})"
-    if lk.kind == "table":
-        return f"LOCK TABLE {lk.table} IN {lk.mode.upper()} MODE"
-    option = f" {lk.option.upper()}" if lk.option else ""
-    return f"{lk.mode.upper()}{option} on {lk.table}{_IMPLICIT.get(lk.implicit or '', '')}"
-
-
-def _loc(item: Item) -> Location:
-    return Location(item.file, item.lock.line, item.lock.column)
 
 
 class Comparison:
@@ -199,7 +64,7 @@ class Comparison:
         self.by_table: dict[str, list[str]] = {}
         self.advisory = [lid for lid, lk in self.locks.items() if lk.kind == "advisory"]
         for lid, lk in self.locks.items():
-            for t in _tables(lk):
+            for t in tables_of(lk):
                 self.by_table.setdefault(t.rsplit(".", 1)[-1], []).append(lid)
 
     # -- what a name finds ------------------------------------------------------------------------
@@ -271,9 +136,9 @@ class Comparison:
             tables = sorted({it.lock.table or "" for it in items})
             self.add(
                 "LD704",
-                f"{_stmt(first)} is declared to take '{lock.id}' ({lock.table}), but it locks "
+                f"{statement_of(first)} is declared to take '{lock.id}' ({lock.table}), but it locks "
                 f"rows of {', '.join(tables)}",
-                _loc(first),
+                location_of(first),
                 f"fix the table in the SQL, or the table: of '{lock.id}' (or its taker) in "
                 "locks.yaml",
                 details=(f"declared at {d.location}",),
@@ -287,9 +152,9 @@ class Comparison:
             if diffs:
                 self.add(
                     "LD705",
-                    f"{_stmt(it)} is declared to take '{lock.id}', but builds its key "
+                    f"{statement_of(it)} is declared to take '{lock.id}', but builds its key "
                     f"differently: {'; '.join(diffs)}",
-                    _loc(it),
+                    location_of(it),
                     f"build the key as '{lock.id}' declares it, or fix the key: of '{lock.id}'",
                     details=(f"key as written: {it.lock.key}", f"declared at {d.location}"),
                     locks=(lock.id,),
@@ -298,15 +163,15 @@ class Comparison:
                 return
 
     def check_modes(self, d: Decl, lock: m.Lock, items: list[Item]) -> None:
-        strongest = max(items, key=lambda it: _STRENGTH.get(it.lock.mode, 0))
+        strongest = max(items, key=lambda it: STRENGTH.get(it.lock.mode, 0))
         found = strongest.lock.mode
         expected = {d.mode} if d.mode else set(lock.mode_names)
         if found not in expected:
             self.add(
                 "LD703",
-                f"{_stmt(strongest)} takes '{lock.id}' {found.upper()}, but it is declared "
+                f"{statement_of(strongest)} takes '{lock.id}' {found.upper()}, but it is declared "
                 f"{' or '.join(sorted(x.upper() for x in expected))}",
-                _loc(strongest),
+                location_of(strongest),
                 "make the SQL and the declaration agree: change the locking clause, or the "
                 "mode in locks.yaml",
                 details=(f"declared at {d.location}",),
@@ -321,9 +186,9 @@ class Comparison:
                 if it.lock.option and it.lock.option not in declared:
                     self.add(
                         "LD703",
-                        f"{_stmt(it)} takes '{lock.id}' {it.lock.option.upper()}, which is not "
+                        f"{statement_of(it)} takes '{lock.id}' {it.lock.option.upper()}, which is not "
                         "declared",
-                        _loc(it),
+                        location_of(it),
                         f"add option: {it.lock.option} to the step (or options: to the lock), "
                         "or drop it from the SQL",
                         details=(f"declared at {d.location}",),
@@ -333,9 +198,9 @@ class Comparison:
                 elif not it.lock.option and declared and d.option:
                     self.add(
                         "LD703",
-                        f"{_stmt(it)} takes '{lock.id}' without {d.option.upper()}, which is "
+                        f"{statement_of(it)} takes '{lock.id}' without {d.option.upper()}, which is "
                         "declared",
-                        _loc(it),
+                        location_of(it),
                         f"add {d.option.upper()} to the locking clause, or drop option: from the step",
                         details=(f"declared at {d.location}",),
                         locks=(lock.id,),
@@ -346,15 +211,15 @@ class Comparison:
                 if it.lock.try_ == d.tries:
                     continue
                 if it.lock.try_:
-                    message = f"{_stmt(it)} takes '{lock.id}' with {it.lock.function}, which never waits, but the step waits for it"
+                    message = f"{statement_of(it)} takes '{lock.id}' with {it.lock.function}, which never waits, but the step waits for it"
                     hint = "declare try: on the step (what the code does when the lock is not free)"
                 else:
-                    message = f"{_stmt(it)} takes '{lock.id}' with {it.lock.function}, which waits, but the step is declared try:"
+                    message = f"{statement_of(it)} takes '{lock.id}' with {it.lock.function}, which waits, but the step is declared try:"
                     hint = "use the pg_try_advisory_* form the step declares, or remove try: from the step"
                 self.add(
                     "LD703",
                     message,
-                    _loc(it),
+                    location_of(it),
                     hint,
                     details=(f"declared at {d.location}",),
                     locks=(lock.id,),
@@ -366,9 +231,9 @@ class Comparison:
                 if it.lock.scope and it.lock.scope != lock.scope:
                     self.add(
                         "LD703",
-                        f"{_stmt(it)} takes '{lock.id}' with {it.lock.function}, "
+                        f"{statement_of(it)} takes '{lock.id}' with {it.lock.function}, "
                         f"{an(it.lock.scope)}-level lock, but the lock is declared {lock.scope}-scoped",
-                        _loc(it),
+                        location_of(it),
                         "use the pg_advisory_xact_* form for a transaction-scoped lock, or "
                         f"declare scope: {it.lock.scope}",
                         details=(f"declared at {d.location}",),
@@ -421,9 +286,9 @@ class Comparison:
                 others = ", ".join(f"'{x}'" for x in shaped)
                 d = self.add(
                     "LD702",
-                    f"{_stmt(it)} takes lock {others} ({describe_lock(it)}), but no "
+                    f"{statement_of(it)} takes lock {others} ({describe_lock(it)}), but no "
                     "declaration names it",
-                    _loc(it),
+                    location_of(it),
                     (
                         f"add '{it.site.name}' to taken_by of '{lid}' (or to a path's via), or "
                         "waive it here with '-- lockdocs: ignore LD702 <reason>'"
@@ -449,9 +314,9 @@ class Comparison:
                 assert it.lock.shape is not None
                 self.add(
                     "LD706",
-                    f"{_stmt(it)} takes the advisory key {it.lock.key}, which matches no "
+                    f"{statement_of(it)} takes the advisory key {it.lock.key}, which matches no "
                     f"declared lock: {describe(it.lock.shape)}",
-                    _loc(it),
+                    location_of(it),
                     "declare an advisory lock with this key construction and this statement "
                     "as its taker, or build the key the way a declared lock does",
                     item=it,
@@ -460,9 +325,9 @@ class Comparison:
                 unmatched.add(key)
                 self.add(
                     "LD702",
-                    f"{_stmt(it)} takes {describe_lock(it)}, and no declared lock is on "
+                    f"{statement_of(it)} takes {describe_lock(it)}, and no declared lock is on "
                     f"{it.lock.table}",
-                    _loc(it),
+                    location_of(it),
                     f"declare {an(it.lock.kind)} lock with table: {it.lock.table} and this "
                     "statement as its taker, or waive it here with '-- lockdocs: ignore LD702 "
                     "<reason>'",

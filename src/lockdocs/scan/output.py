@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from lockdocs.scan.collect import Item, ScanResult
-from lockdocs.scan.compare import Coverage, describe_lock
+from lockdocs.scan.decls import Coverage, describe_lock
 
 
 def item_json(it: Item) -> dict[str, Any]:

@@ -7,7 +7,8 @@ from pathlib import Path
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic
 from lockdocs.scan.collect import ScanResult, glob_files, path_files, scan_files
-from lockdocs.scan.compare import Coverage, compare
+from lockdocs.scan.compare import compare
+from lockdocs.scan.decls import Coverage
 
 
 def references(model: m.Model | None) -> list[tuple[str, m.Reference]]:

@@ -1,0 +1,217 @@
+"""Go source -> SQL texts: a small lexer (comments, runes, interpreted and raw strings) that
+finds every string literal, joins literals concatenated with `+`, decodes escapes with a map back
+to the file's characters, and names each text by the function or constant that holds it."""
+
+from __future__ import annotations
+
+from lockdocs.scan.sources import Unit, dotted_aliases, spaced
+
+_GO_SIMPLE = {
+    "a": "\a",
+    "b": "\b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+    "v": "\v",
+    "\\": "\\",
+    "'": "'",
+    '"': '"',
+}
+
+
+class _GoLexer:
+    def __init__(self, text: str) -> None:
+        self.s = text
+        self.i = 0
+        self.n = len(text)
+        self.package: str | None = None
+        self.units: list[Unit] = []
+
+    def skip_space_and_comments(self) -> None:
+        s, n = self.s, self.n
+        while self.i < n:
+            c = s[self.i]
+            if c in " \t\r\n":
+                self.i += 1
+            elif s.startswith("//", self.i):
+                j = s.find("\n", self.i)
+                self.i = n if j == -1 else j + 1
+            elif s.startswith("/*", self.i):
+                j = s.find("*/", self.i + 2)
+                self.i = n if j == -1 else j + 2
+            else:
+                return
+
+    def ident(self) -> str:
+        j = self.i
+        while j < self.n and (self.s[j].isalnum() or self.s[j] == "_"):
+            j += 1
+        word, self.i = self.s[self.i : j], j
+        return word
+
+    def string(self) -> tuple[str, list[tuple[int, int]]]:
+        """The literal at self.i (interpreted or raw), decoded, with its segments."""
+        s = self.s
+        quote = s[self.i]
+        start = self.i + 1
+        if quote == "`":
+            j = s.find("`", start)
+            j = self.n if j == -1 else j
+            body = s[start:j]
+            self.i = j + 1
+            if "\r" not in body:
+                return body, [(0, start)]
+            out, segs, n = [], [(0, start)], 0
+            for k, c in enumerate(body):
+                if c == "\r":
+                    segs.append((n, start + k + 1))
+                    continue
+                out.append(c)
+                n += 1
+            return "".join(out), segs
+        out = []
+        segs = [(0, start)]
+        n = 0
+        j = start
+        while j < self.n and s[j] != '"' and s[j] != "\n":
+            c = s[j]
+            if c != "\\" or j + 1 >= self.n:
+                out.append(c)
+                n += 1
+                j += 1
+                continue
+            e = s[j + 1]
+            if e in _GO_SIMPLE:
+                value, width = _GO_SIMPLE[e], 2
+            elif e in "01234567":
+                value, width = chr(int(s[j + 1 : j + 4], 8)), 4
+            elif e in "xuU":
+                digits = {"x": 2, "u": 4, "U": 8}[e]
+                try:
+                    value = chr(int(s[j + 2 : j + 2 + digits], 16))
+                except ValueError:
+                    value = "\\" + e
+                width = 2 + digits
+            else:
+                value, width = "\\" + e, 2
+            out.append(value)
+            n += len(value)
+            j += width
+            segs.append((n, j))
+        self.i = j + 1
+        return "".join(out), segs
+
+    def skip_rune(self) -> None:
+        j = self.i + 1
+        while j < self.n and self.s[j] != "'" and self.s[j] != "\n":
+            j += 2 if self.s[j] == "\\" else 1
+        self.i = j + 1
+
+    def run(self) -> list[Unit]:
+        s = self.s
+        depth = 0
+        func: tuple[str, ...] = ()
+        func_depth = -1
+        pending: tuple[str, ...] | None = None  # a func's name until its body opens
+        paren = 0
+        last_word = ""  # the word just before, for `interface{` and `X =`
+        assigned: str | None = None
+        while True:
+            self.skip_space_and_comments()
+            if self.i >= self.n:
+                break
+            c = s[self.i]
+            if c in {'"', "`"}:
+                self.literal(func or ((assigned,) if assigned else ()))
+                continue
+            if c == "'":
+                self.skip_rune()
+                continue
+            if c.isalpha() or c == "_":
+                word = self.ident()
+                if word == "package" and self.package is None:
+                    self.skip_space_and_comments()
+                    self.package = self.ident()
+                elif word == "func" and depth == 0 and paren == 0 and pending is None:
+                    pending = self.func_name()
+                    paren = 0
+                last_word = word
+                continue
+            self.i += 1
+            before, last_word = last_word, ""
+            if c == "(":
+                paren += 1
+            elif c == ")":
+                paren -= 1
+            elif c == "=" and depth == 0 and not pending:
+                if not s.startswith("=", self.i):
+                    assigned = self.spec_name()
+            elif c == "{":
+                if pending is not None and paren <= 0 and before not in ("interface", "struct"):
+                    func, func_depth, pending = pending, depth, None
+                depth += 1
+            elif c == "}":
+                depth -= 1
+                if depth == func_depth:
+                    func, func_depth = (), -1
+            elif c == ";" and depth == 0:
+                assigned = None
+        return self.units
+
+    def spec_name(self) -> str | None:
+        """The name a top-level `const`/`var` spec declares: the first word of its line."""
+        start = self.s.rfind("\n", 0, self.i - 1) + 1
+        for word in self.s[start : self.i - 1].replace("(", " ").split():
+            if word not in ("const", "var") and word.isidentifier():
+                return word
+        return None
+
+    def func_name(self) -> tuple[str, ...]:
+        """After `func`: (Receiver, Name) or (Name,)."""
+        self.skip_space_and_comments()
+        recv: str | None = None
+        if self.i < self.n and self.s[self.i] == "(":
+            close = self.s.find(")", self.i)
+            inside = self.s[self.i + 1 : close if close != -1 else self.n]
+            self.i = self.n if close == -1 else close + 1
+            words = inside.replace("*", " ").split("[")[0].split()
+            recv = words[-1] if words else None
+            self.skip_space_and_comments()
+        name = self.ident()
+        return (recv, name) if recv else (name,)
+
+    def literal(self, names: tuple[str, ...]) -> None:
+        pieces: list[str] = []
+        segs: list[tuple[int, int]] = []
+        while True:
+            value, sg = self.string()
+            offset = sum(len(p) for p in pieces)
+            segs += [(offset + a, b) for a, b in sg]
+            pieces.append(value)
+            save = self.i
+            self.skip_space_and_comments()
+            if self.i < self.n and self.s[self.i] == "+":
+                self.i += 1
+                self.skip_space_and_comments()
+                if self.i < self.n and self.s[self.i] in '"`':
+                    continue
+            self.i = save
+            break
+        text = "".join(pieces)
+        if len(text) < 6 or not spaced(text):
+            return
+        parts = [self.package, *names] if self.package and names else list(names)
+        self.units.append(
+            Unit(
+                text,
+                segs,
+                name=".".join(parts) if names else None,
+                aliases=dotted_aliases(parts) if names else (),
+                from_source=True,
+            )
+        )
+
+
+def go_units(text: str) -> list[Unit]:
+    return _GoLexer(text).run()
