@@ -1,11 +1,11 @@
-"""The command line: options -> an api call -> output and an exit code; nothing else.
+"""The command line: options parsed by typer, then one command body of `lockdocs.commands`
+called, loaded only when that command runs; nothing else.
 
 Exit codes: 0 clean, 1 findings or drift, 2 bad input or usage, 3 an internal error.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from enum import StrEnum
@@ -63,10 +63,6 @@ if os.environ.get(COMPLETE_VAR):  # the shell asks for completions: typer's clas
     completion_init()
 
 
-class ExportFormat(StrEnum):
-    json = "json"
-
-
 RootOpt = Annotated[
     Path | None,
     typer.Option(
@@ -78,17 +74,12 @@ RootOpt = Annotated[
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
 
 
-def _root(root: Path | None) -> Path:
-    try:
-        return commands.resolve_root(root)
-    except commands.NoRoot:
-        raise typer.Exit(2) from None
-
-
 @app.command()
 def validate(root: RootOpt = None, fmt: FormatOpt = Format.text) -> None:
     """Load and validate the declarations (format and references only)."""
-    raise typer.Exit(commands.validate(root, fmt))
+    from lockdocs.commands import check as body
+
+    raise typer.Exit(body.validate(root, fmt))
 
 
 @app.command()
@@ -110,9 +101,9 @@ def check(
     ] = False,
 ) -> None:
     """Check the declarations: keys, lock order, rules, exceptions, and drift of the docs."""
-    raise typer.Exit(
-        commands.check(root, fmt, drift=not no_drift, show_diff=show_diff, svg=not no_svg)
-    )
+    from lockdocs.commands import check as body
+
+    raise typer.Exit(body.check(root, fmt, drift=not no_drift, show_diff=show_diff, svg=not no_svg))
 
 
 @app.command()
@@ -133,27 +124,22 @@ def scan(
     ] = False,
 ) -> None:
     """List every lock the scanned SQL takes: file, line, statement, kind, mode, table or key."""
-    raise typer.Exit(commands.scan(root, list(paths or []), fmt, coverage))
+    from lockdocs.commands import scan as body
+
+    raise typer.Exit(body.scan(root, list(paths or []), fmt, coverage))
 
 
 @app.command()
 def export(
     root: RootOpt = None,
     fmt: Annotated[
-        ExportFormat, typer.Option("--format", "-f", help="Export format.")
-    ] = ExportFormat.json,
+        commands.ExportFormat, typer.Option("--format", "-f", help="Export format.")
+    ] = commands.ExportFormat.json,
 ) -> None:
     """Print the resolved model (locks, transactions, paths with acquisitions, rules, exceptions)."""
-    from lockdocs.api import load
-    from lockdocs.export import export_json
-    from lockdocs.report import REPORTERS
+    from lockdocs.commands import describe
 
-    base = _root(root)
-    model, diags = load(base)
-    if model is None:
-        sys.stderr.write(REPORTERS["text"](diags, "the declarations are not valid"))
-        raise typer.Exit(2)
-    sys.stdout.write(export_json(model))
+    raise typer.Exit(describe.export(root, fmt))
 
 
 @app.command()
@@ -161,13 +147,9 @@ def schema(
     kind: Annotated[str, typer.Argument(help="locks or paths")] = "locks",
 ) -> None:
     """Print the JSON Schema of locks.yaml (or of a paths/ file)."""
-    from lockdocs.schema.definition import locks_schema, paths_schema
+    from lockdocs.commands import describe
 
-    if kind not in ("locks", "paths"):
-        typer.echo(f"lockdocs: unknown schema '{kind}'; use locks or paths", err=True)
-        raise typer.Exit(2)
-    doc = locks_schema() if kind == "locks" else paths_schema()
-    sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    raise typer.Exit(describe.schema(kind))
 
 
 @app.command()
@@ -175,39 +157,9 @@ def rules(
     fmt: Annotated[str, typer.Option("--format", "-f", help="text or json")] = "text",
 ) -> None:
     """List every check with its code, default severity and summary."""
-    from lockdocs.rules.catalog import load_all
+    from lockdocs.commands import describe
 
-    reg = load_all()
-    if fmt == "json":
-        sys.stdout.write(
-            json.dumps(
-                [
-                    {
-                        "code": r.code,
-                        "name": r.name,
-                        "severity": r.severity.value,
-                        "summary": r.summary,
-                    }
-                    for r in reg.values()
-                ],
-                indent=2,
-            )
-            + "\n"
-        )
-        return
-    for r in reg.values():
-        typer.echo(f"{r.code}  {r.severity.value:<7}  {r.name:<28} {r.summary}")
-
-
-class DiffFormat(StrEnum):
-    text = "text"
-    markdown = "markdown"
-    json = "json"
-
-
-class FailOn(StrEnum):
-    never = "never"
-    new_findings = "new-findings"
+    raise typer.Exit(describe.rules(fmt))
 
 
 @app.command()
@@ -219,15 +171,16 @@ def diff(
     ] = None,
     root: RootOpt = None,
     fmt: Annotated[
-        DiffFormat, typer.Option("--format", "-f", help="text, markdown (a PR comment) or json.")
-    ] = DiffFormat.text,
+        commands.DiffFormat,
+        typer.Option("--format", "-f", help="text, markdown (a PR comment) or json."),
+    ] = commands.DiffFormat.text,
     fail_on: Annotated[
-        FailOn,
+        commands.FailOn,
         typer.Option(
             "--fail-on",
             help="new-findings: exit 1 when HEAD has unwaived errors or warnings that BASE had not.",
         ),
-    ] = FailOn.never,
+    ] = commands.FailOn.never,
     repo_url: Annotated[
         str | None,
         typer.Option(
@@ -246,40 +199,9 @@ def diff(
     ] = None,
 ) -> None:
     """Compare two versions of the declarations: locks, order edges, paths, findings, exceptions."""
-    import os
+    from lockdocs.commands import diff as body
 
-    from lockdocs.diff import FORMATTERS, DiffInputError
-    from lockdocs.diff import run as run_diff
-    from lockdocs.project import RootNotFound, find_root
-
-    if root is not None:
-        project = root.resolve()
-    else:
-        try:
-            project = find_root(Path.cwd())
-        except RootNotFound:
-            project = Path.cwd()
-    env = os.environ
-    blob = "blob"
-    if env.get("GITLAB_CI") == "true":  # GitLab: its own variables and /-/blob/ links
-        repo_url = repo_url or env.get("CI_PROJECT_URL")
-        revision = revision or env.get("CI_COMMIT_SHA")
-        blob = "-/blob"
-    if repo_url is None and env.get("GITHUB_SERVER_URL") and env.get("GITHUB_REPOSITORY"):
-        repo_url = f"{env['GITHUB_SERVER_URL']}/{env['GITHUB_REPOSITORY']}"
-    revision = revision or env.get("GITHUB_SHA") or None
-    try:
-        result = run_diff(base, head, project, repo_url=repo_url, revision=revision, blob=blob)
-    except DiffInputError as exc:
-        if exc.details:
-            sys.stderr.write(exc.details)
-        typer.echo(f"lockdocs: {exc.message}", err=True)
-        if exc.hint:
-            typer.echo(f"hint: {exc.hint}", err=True)
-        raise typer.Exit(2) from None
-    sys.stdout.write(FORMATTERS[fmt.value](result))
-    if fail_on is FailOn.new_findings and result["new_unwaived"]:
-        raise typer.Exit(1)
+    raise typer.Exit(body.diff(base, head, root, fmt, fail_on, repo_url, revision))
 
 
 @app.command()
@@ -289,26 +211,9 @@ def init(
     ] = Path(),
 ) -> None:
     """Start a project: a commented locks.yaml, an example path, JSON Schemas and the page."""
-    from lockdocs.scaffold import ScaffoldError, make, next_steps, write
+    from lockdocs.commands import init as body
 
-    if directory.exists() and not directory.is_dir():
-        typer.echo(f"lockdocs: {directory} is not a folder", err=True)
-        raise typer.Exit(2)
-    try:
-        scaffold = make(directory)
-        written = write(scaffold)
-    except ScaffoldError as exc:
-        typer.echo(f"lockdocs: {exc}", err=True)
-        raise typer.Exit(2) from None
-    except OSError as exc:
-        typer.echo(f"lockdocs: cannot write the project: {exc}", err=True)
-        raise typer.Exit(2) from None
-    for path in written:
-        typer.echo(f"wrote {path}")
-    if scaffold.page_note:
-        typer.echo(f"lockdocs: the page was not built ({scaffold.page_note})", err=True)
-    typer.echo("")
-    sys.stdout.write(next_steps(directory, scaffold.advice))
+    raise typer.Exit(body.init(directory))
 
 
 @app.command()
@@ -356,8 +261,10 @@ def replay(
     ] = "1s",
 ) -> None:
     """Run each LD201/LD202/LD203 finding's interleaving on a live PostgreSQL and show its answer."""
+    from lockdocs.commands import replay as body
+
     raise typer.Exit(
-        commands.replay(
+        body.replay(
             root,
             fmt,
             index=index,
@@ -393,7 +300,9 @@ def explain(
     ] = False,
 ) -> None:
     """Decode a server log's deadlocks and lock timeouts back to declared locks, paths and findings."""
-    raise typer.Exit(commands.explain(root, logfile, fmt, log_format, show_literals))
+    from lockdocs.commands import explain as body
+
+    raise typer.Exit(body.explain(root, logfile, fmt, log_format, show_literals))
 
 
 @app.command()
@@ -418,10 +327,9 @@ def build(
     ] = None,
 ) -> None:
     """Write the lock page, its DOT diagrams and their SVGs under docs/, all or nothing."""
-    from lockdocs.api import build as run_build
+    from lockdocs.commands import build as body
 
-    base = _root(root)
-    raise typer.Exit(run_build(base, svg=not no_svg, dot_timeout=dot_timeout))
+    raise typer.Exit(body.build(root, svg=not no_svg, dot_timeout=dot_timeout))
 
 
 @app.command()

@@ -1,7 +1,7 @@
 """The console entry point: plain `check` and `validate` go straight to their command bodies;
 everything else (help, other commands, unusual spellings) goes through the typer app.
 
-Both routes run the same functions of `commands.py`; `tests/test_entry.py` runs each supported
+Both routes run the same functions of `commands/check.py`; `tests/test_entry.py` runs each supported
 spelling both ways and compares the output byte for byte. Set LOCKDOCS_NO_FAST=1 to always use
 the typer route.
 """
@@ -14,6 +14,9 @@ import os
 import sys
 from pathlib import Path
 from typing import NamedTuple
+
+from lockdocs.commands import Format
+from lockdocs.commands.check import check, validate
 
 _FORMATS = ("text", "json", "github", "sarif")
 
@@ -84,18 +87,16 @@ def main() -> None:
     try:
         plan = None if os.environ.get("LOCKDOCS_NO_FAST") else _fast(sys.argv[1:])
         if plan is None:
+            # The lazy boundary of the typer app: only the spellings the fast route does not
+            # handle pay for typer and its pydantic models.
             from lockdocs.cli import app
 
             app()
             return
-        from lockdocs import commands
-
-        fmt = commands.Format(plan.fmt)
+        fmt = Format(plan.fmt)
         if plan.command == "check":
-            sys.exit(
-                commands.check(plan.root, fmt, plan.drift, show_diff=plan.show_diff, svg=plan.svg)
-            )
-        sys.exit(commands.validate(plan.root, fmt))
+            sys.exit(check(plan.root, fmt, plan.drift, show_diff=plan.show_diff, svg=plan.svg))
+        sys.exit(validate(plan.root, fmt))
     except SystemExit:
         raise
     except KeyboardInterrupt:
