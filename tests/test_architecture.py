@@ -4,6 +4,8 @@ no module imports itself round a circle, and the rule modules are collected by o
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -48,6 +50,71 @@ def test_the_walk_sees_the_known_imports() -> None:
     assert kinds[("lockdocs.rules.context", "lockdocs.analysis.facts")] == "top"
     assert ("lockdocs.api", "lockdocs.render.build") in kinds
     assert len(FOUND) > 300
+
+
+def test_function_level_imports_sit_at_a_named_lazy_boundary() -> None:
+    bad = arch.scattered(FOUND)
+    assert not bad, (
+        "imports inside functions that no lazy boundary (LAZY in lockdocs/devdocs/imports.py) "
+        "allows; move them to the top of the module:\n" + "\n".join(_where(i) for i in bad)
+    )
+
+
+def test_every_lazy_boundary_is_in_use() -> None:
+    used = {arch.lazy_boundary(i) for i in FOUND if i.where == "function"}
+    stale = [b[:2] for b in arch.LAZY if b not in used]
+    assert not stale, f"lazy boundaries nothing uses any more: {stale}"
+
+
+def test_only_the_package_is_imported_lazily() -> None:
+    """The standard library and the dependencies are imported at the top of each module; a
+    module behind a lazy boundary may import anything it needs there."""
+    outside = [
+        f"{m}:{line}: {name}"
+        for m, line, name in arch.imports_in_functions(SRC, "lockdocs")
+        if not name.startswith(("lockdocs", "."))
+    ]
+    assert not outside, "\n".join(outside)
+
+
+def _loaded_after(code: str) -> set[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", code + "\nimport sys\nprint('\\n'.join(sorted(sys.modules)))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return set(out.split())
+
+
+HEAVY = ("typer", "jinja2", "pglast", "psycopg", "mkdocs", "jsonschema")
+
+
+def test_the_console_script_loads_nothing_heavy_before_it_runs() -> None:
+    loaded = _loaded_after("import lockdocs.entry")
+    assert not sorted(m for m in loaded if m.split(".")[0] in HEAVY)
+    assert not sorted(
+        m for m in loaded if m.startswith(("lockdocs.rules", "lockdocs.render", "lockdocs.cli"))
+    )
+
+
+def test_validate_loads_neither_the_renderer_nor_the_cli_framework(tmp_path: Path) -> None:
+    """`validate` resolves the declarations without loading the page's renderer (jinja2),
+    the CLI framework, the scanner or a Postgres driver."""
+    (tmp_path / "locks.yaml").write_text(
+        "lockdocs: 1\npage: {title: Locks}\nlocks:\n  ledger:\n    title: Ledger row\n"
+        "    kind: row\n    table: app.ledgers\n    modes: {for update: every writer}\n",
+        encoding="utf-8",
+    )
+    loaded = _loaded_after(
+        "import sys\n"
+        f"sys.argv = ['lockdocs', 'validate', '--root', {str(tmp_path)!r}]\n"
+        "from lockdocs import entry\n"
+        "try:\n    entry.main()\nexcept SystemExit as exc:\n    assert exc.code == 0, exc.code"
+    )
+    assert "lockdocs.project" in loaded  # it did run
+    assert not sorted(m for m in loaded if m.split(".")[0] in HEAVY)
+    assert not sorted(m for m in loaded if m.startswith(("lockdocs.render", "lockdocs.scan")))
 
 
 def _package(tmp_path: Path, files: dict[str, str]) -> Path:

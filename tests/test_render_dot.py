@@ -4,12 +4,10 @@ description in every SVG, and output that is valid for the real `dot`."""
 
 from __future__ import annotations
 
-import importlib
 import re
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -187,22 +185,6 @@ def test_a_lock_already_held_is_drawn_dashed_in_its_path() -> None:
     assert len(takes) == 3
     assert "already held" not in takes[0] and "dashed" not in takes[0]
     assert all("already held" in t and "dashed" in t for t in takes[1:])
-
-
-def test_edges_without_the_checkers_graph_module(monkeypatch: pytest.MonkeyPatch) -> None:
-    model = _model(FIXTURE)
-    with_graph = [(e.src, e.dst, e.paths) for e in edges_mod.lock_edges(model)]
-    real = importlib.import_module
-
-    def no_graph(name: str, package: str | None = None) -> Any:
-        if name == "lockdocs.analysis.graph":
-            raise ImportError(name)
-        return real(name, package)
-
-    monkeypatch.setattr(edges_mod.importlib, "import_module", no_graph)
-    derived = [(e.src, e.dst, e.paths) for e in edges_mod.lock_edges(model)]
-    assert derived == with_graph
-    assert ("stock-row", "stock-row", ("place-order", "cancel-order", "change-catalog")) in derived
 
 
 def test_node_ids_are_local_to_each_path() -> None:

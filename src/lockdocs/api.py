@@ -7,11 +7,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from lockdocs import colour
 from lockdocs import model as m
+from lockdocs.config import apply_overrides, severity_overrides
+from lockdocs.config import dot_timeout as configured
 from lockdocs.diagnostics import Diagnostic, Severity, sort_diagnostics
+from lockdocs.progress import Progress
+from lockdocs.project import build_model
+from lockdocs.report import REPORTERS
 
 if TYPE_CHECKING:
-    from lockdocs.progress import Progress
     from lockdocs.scan.decls import Coverage
 
 
@@ -35,8 +40,6 @@ class CheckResult:
 
 
 def load(root: Path) -> tuple[m.Model | None, list[Diagnostic]]:
-    from lockdocs.project import build_model
-
     model, diags = build_model(root)
     return model, sort_diagnostics(diags)
 
@@ -52,7 +55,6 @@ def analyse_all(
 ) -> tuple[list[Diagnostic], Coverage | None]:
     """`analyse`, and the comparison with the SQL of `code:` when it is set (then also its
     coverage); without `code:` the scanner is not even imported."""
-    from lockdocs.config import apply_overrides, severity_overrides
     from lockdocs.rules.catalog import load_all
     from lockdocs.rules.context import Context
     from lockdocs.rules.waivers import apply_waivers
@@ -97,7 +99,6 @@ def check(root: Path, *, drift: bool = True, svg: bool = True) -> CheckResult:
         return CheckResult(found, model, bad_input=True)
     result = CheckResult(sort_diagnostics(diags + found), model, coverage=coverage)
     if drift:
-        from lockdocs.config import apply_overrides, severity_overrides
         from lockdocs.render.drift import drift_diagnostics
         from lockdocs.render.targets import RenderError, output_diagnostics
 
@@ -133,7 +134,6 @@ def build(
     0 written, 2 bad input (nothing written), 3 Graphviz failed; `svg` False skips Graphviz.
     `dot_timeout` (seconds one diagram may take) overrides [tool.lockdocs] dot_timeout. A
     build that runs longer than a couple of seconds shows its progress on a terminal."""
-    from lockdocs.progress import Progress
 
     err = err or sys.stderr
     with Progress(err) as progress:
@@ -148,11 +148,9 @@ def _build(
     dot_timeout: float | None,
     progress: Progress,
 ) -> int:
-    from lockdocs import colour
     from lockdocs.render.build import build as write_docs
     from lockdocs.render.build import refuse, restore
     from lockdocs.render.targets import docs_problem
-    from lockdocs.report import REPORTERS
 
     problem = docs_problem(root) or restore(root, err)
     if problem is not None:
@@ -171,8 +169,6 @@ def _build(
         )
         return 2
     if dot_timeout is None:
-        from lockdocs.config import dot_timeout as configured
-
         dot_timeout = configured(root)
     return write_docs(
         root,

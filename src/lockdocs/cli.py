@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from typer._completion_classes import completion_init
+from typer._completion_shared import get_completion_script
 
-from lockdocs import commands
+from lockdocs import __version__, commands
 from lockdocs.commands import Format
 
 app = typer.Typer(
@@ -29,8 +31,6 @@ app = typer.Typer(
 
 def _print_version(value: bool) -> None:
     if value:
-        from lockdocs import __version__
-
         typer.echo(f"lockdocs {__version__}")
         raise typer.Exit(0)
 
@@ -335,8 +335,6 @@ def build(
 @app.command()
 def completion(shell: Annotated[Shell, typer.Argument(help="bash, zsh or fish.")]) -> None:
     """Print the shell completion script (bash: eval "$(lockdocs completion bash)" in ~/.bashrc)."""
-    from typer._completion_classes import completion_init
-    from typer._completion_shared import get_completion_script
 
     completion_init()
     script = get_completion_script(

@@ -5,10 +5,14 @@ from __future__ import annotations
 import difflib
 import re
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from lockdocs import inputs
+from lockdocs.confine import inside
 from lockdocs.diagnostics import Diagnostic, Location, Severity
+from lockdocs.load import read_file
 
 # Every key [tool.lockdocs] may hold, with what it sets (the LD021 hint lists them).
 SETTINGS = {
@@ -27,9 +31,6 @@ def pyproject_settings(root: Path) -> tuple[dict[str, Any], list[Diagnostic]]:
 
 
 def _read_pyproject(root: Path) -> tuple[dict[str, Any], list[Diagnostic], str]:
-    from lockdocs import inputs
-    from lockdocs.confine import inside
-
     file = root / "pyproject.toml"
     if not file.is_file():
         inputs.record(root, "pyproject.toml", None)
@@ -239,7 +240,6 @@ def locks_yaml_diagnostics(root: Path, checks: dict[str, str]) -> list[Diagnosti
     bad = unknown_codes(list(checks), list(load_all()))
     if not bad:
         return []
-    from lockdocs.load import read_file  # only on this path: the file is read again for lines
 
     doc, _ = read_file(root / "locks.yaml", "locks.yaml")
     out = []
@@ -277,8 +277,6 @@ def severity_overrides(
 
 
 def apply_overrides(diags: list[Diagnostic], overrides: dict[str, str]) -> list[Diagnostic]:
-    from dataclasses import replace
-
     out = []
     for d in diags:
         setting = overrides.get(d.code)

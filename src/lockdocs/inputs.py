@@ -10,7 +10,10 @@ it; the cache digest is made of these.
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
+
+from lockdocs.confine import inside
 
 _SEEN: dict[str, dict[str, str]] = {}
 
@@ -50,9 +53,6 @@ def template_snapshot(root: Path) -> tuple[dict[str, str], str]:
     these very texts and the cache hashes them, so an edit made meanwhile can be neither
     half-used nor recorded as checked. A file that leads outside the project (a symlink),
     is too large or is not UTF-8 makes `problem` name it; nothing else is read then."""
-    import os
-
-    from lockdocs.confine import inside
 
     folder = root / TEMPLATE_DIR
     out: dict[str, str] = {}

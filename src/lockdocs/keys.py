@@ -7,6 +7,8 @@ from the two-int4 one.
 
 from __future__ import annotations
 
+import hashlib
+import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -20,14 +22,10 @@ INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
 
 def _sha256_mod_2_63(data: bytes) -> int:
-    import hashlib
-
     return int(hashlib.sha256(data).hexdigest(), 16) % (2**63)
 
 
 def _crc32(data: bytes) -> int:
-    import zlib
-
     return zlib.crc32(data)  # the IEEE polynomial, as Go's crc32.ChecksumIEEE and Ruby's Zlib
 
 

@@ -7,6 +7,7 @@ duplicate key is an error, and alias bombs and deep nesting are refused with bou
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -344,7 +345,5 @@ def read_file(path: Path, display: str) -> tuple[Document | None, list[Diagnosti
         ]
     doc, diags = parse_text(text, display)
     if doc is not None:
-        import hashlib
-
         doc.digest = hashlib.sha256(raw).hexdigest()
     return doc, diags

@@ -27,9 +27,12 @@ plugins:
 
 from __future__ import annotations
 
+import html
 import logging
+import os
 import posixpath
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,6 +42,13 @@ from mkdocs.config import config_options as c
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin
 from mkdocs.structure.files import File, Files
+
+from lockdocs.api import check
+from lockdocs.render.pages import render_outputs
+from lockdocs.render.svg import GraphvizError, dot_hash, render_svgs, svg_stamp
+from lockdocs.render.targets import DOCS, RenderError, read_manifest
+from lockdocs.report import REPORTERS
+from lockdocs.site import missing
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -83,7 +93,6 @@ def _svgs(root: Path, dots: dict[str, str]) -> dict[str, str]:
     """The SVG of each DOT ({dot path: DOT} -> {svg path: SVG}): the committed one when its
     stamp matches the DOT, else one drawn earlier in this process, else drawn now (together,
     many to a `dot` process)."""
-    from lockdocs.render.svg import GraphvizError, dot_hash, render_svgs, svg_stamp
 
     out: dict[str, str] = {}
     todo: dict[str, str] = {}
@@ -116,8 +125,6 @@ def _svgs(root: Path, dots: dict[str, str]) -> dict[str, str]:
 
 
 def _report(diagnostics: list[Any]) -> str:
-    from lockdocs.report import REPORTERS
-
     return str(REPORTERS["text"](diagnostics, ""))
 
 
@@ -127,9 +134,6 @@ def render_project(project: _Project) -> tuple[dict[str, str], list[Path]]:
 
     Raises PluginError when the declarations are invalid or a finding is an unwaived error.
     """
-    from lockdocs.api import check
-    from lockdocs.render.pages import render_outputs
-    from lockdocs.render.targets import DOCS, RenderError
 
     if not (project.root / "locks.yaml").is_file():
         raise PluginError(f"lockdocs: no locks.yaml in {project.root} ({project.label})")
@@ -177,7 +181,6 @@ def _require_extensions(outputs: dict[str, str], config: MkDocsConfig, project: 
     """Stop the build when the site lacks a Markdown extension the page relies on: without
     attr_list every heading would show its {#anchor} and every in-page link would break, and
     MkDocs would still build, strict or not."""
-    from lockdocs.site import missing
 
     for rel, text in sorted(outputs.items()):
         if not rel.endswith(".md"):
@@ -201,7 +204,6 @@ def _require_extensions(outputs: dict[str, str], config: MkDocsConfig, project: 
 def _tell(error: str) -> None:
     """The error in the terminal, as MkDocs words its own, but not through its logger: under
     `strict: true` a logged warning or error would fail the build this plugin keeps going."""
-    import sys
 
     first, *rest = error.splitlines() or [""]
     sys.stderr.write(f"ERROR    -  {first}\n" + "".join(f"           {r}\n" for r in rest))
@@ -213,7 +215,6 @@ def _tell(error: str) -> None:
 def _banner(error: str) -> str:
     """The error at the top of the page while it fails (Material's failure admonition, as
     plain HTML so it needs no Markdown extension)."""
-    import html
 
     return (
         '<div class="admonition failure lockdocs-error">\n'
@@ -226,7 +227,6 @@ def _banner(error: str) -> str:
 def _committed(project: _Project) -> dict[str, str]:
     """What the project's last `lockdocs build` wrote (its manifest), for a server whose very
     first build fails: those files, as committed, relative to docs/."""
-    from lockdocs.render.targets import DOCS, read_manifest
 
     out: dict[str, str] = {}
     for rel in read_manifest(project.root):
@@ -241,7 +241,6 @@ def _guarded(project: _Project) -> tuple[dict[str, str], list[Path]]:
     """render_project, with anything else that goes wrong (a file system error, a bug) also
     a PluginError with a plain message, as the command line words it: MkDocs prints a
     PluginError's message and stops, where any other exception prints a traceback."""
-    import os
 
     try:
         return render_project(project)

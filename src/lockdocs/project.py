@@ -7,16 +7,29 @@ file at once, sorted, and builds no model when any of them is an error.
 from __future__ import annotations
 
 import difflib
+import os
+import stat
 from pathlib import Path as FsPath
 from typing import Any
 
+from lockdocs import inputs
 from lockdocs import model as m
+from lockdocs.confine import inside, resolved
 from lockdocs.diagnostics import Diagnostic, Location, Severity
 from lockdocs.grammar import an
 from lockdocs.keys import resolve_key
-from lockdocs.load import Document, read_file
+from lockdocs.load import (
+    MAX_PATH_FILES,
+    MAX_PATHS,
+    MAX_STEPS,
+    MAX_TOTAL_BYTES,
+    MAX_WALK_ENTRIES,
+    Document,
+    read_file,
+)
 from lockdocs.modes import modes_for_kind
 from lockdocs.schema.definition import ALL_MODES
+from lockdocs.schema.validate import validate
 
 LOCKS_FILE = "locks.yaml"
 
@@ -27,8 +40,6 @@ class RootNotFound(Exception):
 
 def _stranger(path: FsPath) -> str | None:
     """Why a folder (or its locks.yaml) found upward is not this user's project, or None."""
-    import os
-    import stat
 
     try:
         info = path.stat()
@@ -97,8 +108,6 @@ def _path_files(root: FsPath, folder: FsPath) -> tuple[list[FsPath], list[Diagno
     """The .yaml/.yml files under the paths folder, sorted by name. Symlinks are followed
     only while they lead to a place inside the project (each folder walked once, so a link
     loop ends); one that leads out is an LD012 error at it, never read."""
-    from lockdocs.confine import inside, resolved
-    from lockdocs.load import MAX_WALK_ENTRIES
 
     files: list[FsPath] = []
     diags: list[Diagnostic] = []
@@ -157,7 +166,6 @@ def _path_files(root: FsPath, folder: FsPath) -> tuple[list[FsPath], list[Diagno
 def _paths_folder(root: FsPath, locks_doc: Document) -> tuple[FsPath | None, list[Diagnostic]]:
     """The folder locks.yaml names with `paths:` (paths/ by default), when it lies inside
     the project; an LD012 error at the value otherwise (nothing outside is walked)."""
-    from lockdocs.confine import inside, resolved
 
     name = locks_doc.data.get("paths")
     if not isinstance(name, str):
@@ -199,9 +207,6 @@ def load_documents(root: FsPath) -> tuple[Document | None, list[Document], list[
 
     Nothing outside the project is read: a locks.yaml or path file that is a symlink leading
     out, or a `paths:` folder outside, is an LD012 error."""
-    from lockdocs import inputs
-    from lockdocs.confine import inside
-    from lockdocs.schema.validate import validate
 
     inputs.start(root)
     diags: list[Diagnostic] = []
@@ -256,7 +261,6 @@ def load_documents(root: FsPath) -> tuple[Document | None, list[Document], list[
 
 def _over_project_limits(root: FsPath, folder: FsPath, files: list[FsPath]) -> Diagnostic | None:
     """Refuse, before reading any path file, more files or bytes than any project holds."""
-    from lockdocs.load import MAX_PATH_FILES, MAX_TOTAL_BYTES
 
     where = Location(folder.relative_to(root).as_posix())
     if len(files) > MAX_PATH_FILES:
@@ -290,8 +294,6 @@ class _Budget:
         self.steps = 0
 
     def spend(self, doc: Document) -> Diagnostic | None:
-        from lockdocs.load import MAX_PATHS, MAX_STEPS
-
         paths = doc.data.get("paths") if isinstance(doc.data, dict) else None
         if not isinstance(paths, dict):
             return None

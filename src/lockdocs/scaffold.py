@@ -9,9 +9,16 @@ overwritten: init checks every target first and writes nothing when one is there
 
 from __future__ import annotations
 
+import io
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from lockdocs.api import build
+from lockdocs.render.targets import DOCS
+from lockdocs.schema.definition import shipped_files
+from lockdocs.site import advise, index_md, mkdocs_yml
 
 if TYPE_CHECKING:
     from lockdocs.site import Advice
@@ -142,7 +149,6 @@ class Scaffold:
 
 def declarations() -> dict[str, bytes]:
     """The declaration and schema files init writes; pure, so the tests can read them."""
-    from lockdocs.schema.definition import shipped_files
 
     files = {"locks.yaml": LOCKS_YAML, "paths/accounts.yaml": PATH_YAML}
     for name, text in sorted(shipped_files().items()):
@@ -170,14 +176,7 @@ def refuse_existing(root: Path, names: list[str]) -> None:
 def _built_page(files: dict[str, bytes]) -> tuple[dict[str, bytes], str]:
     """The page `lockdocs build` makes of these declarations, built in a scratch folder so that
     `lockdocs check` passes at once (it compares the committed page with the declarations)."""
-    import io
-    import tempfile
 
-    try:
-        from lockdocs.api import build
-        from lockdocs.render.targets import DOCS
-    except ImportError:  # a build without the renderer: the declarations alone
-        return {}, "this lockdocs cannot render pages"
     with tempfile.TemporaryDirectory(prefix="lockdocs-init-") as tmp:
         scratch = Path(tmp)
         for rel, content in files.items():
@@ -197,7 +196,6 @@ def _built_page(files: dict[str, bytes]) -> tuple[dict[str, bytes], str]:
 def _site(root: Path, page: dict[str, bytes]) -> tuple[dict[str, bytes], Advice | None]:
     """A complete mkdocs.yml (and a home page) when the folder has no mkdocs.yml; otherwise
     nothing to write, and what the existing one lacks."""
-    from lockdocs.site import advise, index_md, mkdocs_yml
 
     markdown = page.get(f"docs/{PAGE}", b"").decode("utf-8")
     existing = root / "mkdocs.yml"

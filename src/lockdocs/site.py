@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 # (extension, what the page uses it for, a pattern that finds that use in the page)
 _NEEDS = (
     (
@@ -102,7 +104,6 @@ class Advice:
 
 def _load_lenient(text: str) -> Any:
     """mkdocs.yml as data, its !!python/name and !ENV tags read as plain values."""
-    import yaml
 
     class Loader(yaml.SafeLoader):
         pass
@@ -120,7 +121,6 @@ def _load_lenient(text: str) -> Any:
 
 def advise(config_file: Path, page_markdown: str, page: str, title: str) -> Advice:
     """What to add to an existing mkdocs.yml so the page builds with its anchors."""
-    import yaml
 
     try:
         config = _load_lenient(config_file.read_text(encoding="utf-8"))

@@ -161,6 +161,17 @@ def page(modules: dict[str, Path]) -> str:
         "grouped by layer](architecture/imports.svg)](architecture/imports.svg)"
         "{ .lockdocs-diagram }",
         "",
+        "## Lazy boundaries",
+        "",
+        "Every import sits at the top of its module, where a reader sees it, except at these "
+        "few boundaries, each of which keeps something costly off a path that does not need it "
+        "(`lockdocs check` runs in pre-commit hooks). The test fails on an import inside a "
+        "function that none of them allows.",
+        "",
+        "| Importing module | Imports, inside a function | Why |",
+        "|---|---|---|",
+        *(f"| {code(src)} | {code(dst)} | {cell(why)} |" for src, dst, why in arch.LAZY),
+        "",
         "## Modules",
         "",
         "Each module opens with a docstring that says what it owns; here is the first "

@@ -94,6 +94,69 @@ LAYERS: tuple[tuple[str, tuple[str, ...], str], ...] = (
 )
 
 
+# The lazy boundaries: (importing module, imported module or package, why). An import inside a
+# function is allowed only where one of these says so; every other import sits at the top of
+# its module, where a reader sees it. Each keeps something costly off a path that does not
+# need it (`lockdocs check` runs in pre-commit hooks; measure with `python -X importtime`).
+LAZY: tuple[tuple[str, str, str], ...] = (
+    (
+        "lockdocs.entry",
+        "lockdocs.cli",
+        "The typer app (typer builds every parameter through pydantic): only for the spellings "
+        "that the fast route of `check` and `validate` does not handle.",
+    ),
+    (
+        "lockdocs.cli",
+        "lockdocs.commands",
+        "Each command's body, loaded when that command runs: `--help`, `--version` and a "
+        "mistyped option load none of them, and `replay` alone loads psycopg.",
+    ),
+    (
+        "lockdocs.api",
+        "lockdocs.rules",
+        "The checks and the analysis they share: only `analyse` (check, build) runs them.",
+    ),
+    (
+        "lockdocs.api",
+        "lockdocs.render",
+        "The page, its diagrams and the drift check: only `build` and `check` with drift "
+        "load them.",
+    ),
+    (
+        "lockdocs.api",
+        "lockdocs.scan",
+        "The SQL scanner and pglast: only when locks.yaml sets `code:`.",
+    ),
+    (
+        "lockdocs.render.drift",
+        "lockdocs.render.pages",
+        "The renderer and jinja2: only when the clean-check cache cannot vouch for the "
+        "committed docs.",
+    ),
+    (
+        "lockdocs.scan.collect",
+        "lockdocs.scan.sqltext",
+        "pglast's parser: only for a file that the scan cache does not hold.",
+    ),
+    (
+        "lockdocs.project",
+        "lockdocs.rules.catalog",
+        "Every rule module, to check the rule code an exception names (today it is loaded "
+        "for every project, with exceptions or not).",
+    ),
+    (
+        "lockdocs.config",
+        "lockdocs.rules.catalog",
+        "Every rule module: only when a setting names a rule code, to check the code.",
+    ),
+    (
+        "lockdocs.report",
+        "lockdocs.report.sarif",
+        "SARIF and the rule docs it embeds: only for `--format sarif`.",
+    ),
+)
+
+
 @dataclass(frozen=True, order=True)
 class Import:
     """One import of a package module by another, where it is written."""
@@ -248,3 +311,33 @@ def upward(found: list[Import]) -> list[Import]:
         if src is not None and dst is not None and dst < src:
             out.append(imp)
     return out
+
+
+def _under(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+def lazy_boundary(imp: Import) -> tuple[str, str, str] | None:
+    """The entry of LAZY that allows a function-level import, or None."""
+    return next((b for b in LAZY if _under(imp.src, b[0]) and _under(imp.dst, b[1])), None)
+
+
+def scattered(found: list[Import]) -> list[Import]:
+    """Imports inside functions that no lazy boundary allows."""
+    return [i for i in found if i.where == "function" and lazy_boundary(i) is None]
+
+
+def imports_in_functions(root: Path, package: str) -> list[tuple[str, int, str]]:
+    """(module, line, imported name) of every import inside a function of the package,
+    whatever it imports (the package's own modules, the standard library, a dependency)."""
+    out: list[tuple[str, int, str]] = []
+    for name, path in modules(root, package).items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for node, where in _imports_of(tree):
+            if where != "function":
+                continue
+            if isinstance(node, ast.Import):
+                out += [(name, node.lineno, alias.name) for alias in node.names]
+            else:
+                out.append((name, node.lineno, "." * node.level + (node.module or "")))
+    return sorted(out)

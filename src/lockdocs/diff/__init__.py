@@ -16,6 +16,7 @@ from lockdocs.diff.compare import compare
 from lockdocs.diff.markdown import format_markdown
 from lockdocs.diff.sides import DiffInputError, open_side
 from lockdocs.diff.text import format_json, format_text
+from lockdocs.report.where import project_prefix
 
 __all__ = ["FORMATTERS", "DiffInputError", "compare", "run"]
 
@@ -42,8 +43,6 @@ def run(
         result = compare(before, after)
     result["link"] = None
     if repo_url and revision and (head is None or not (Path(head) / "locks.yaml").is_file()):
-        from lockdocs.report.where import project_prefix
-
         result["link"] = {
             "repo": repo_url.rstrip("/"),
             "revision": revision,

@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from lockdocs import model as m
+from lockdocs.analysis.graph import build_graph
+from lockdocs.api import analyse
 from lockdocs.diagnostics import Severity
 from lockdocs.diff.findings import (
     compare_exceptions,
@@ -15,13 +17,14 @@ from lockdocs.diff.findings import (
     still_waived,
 )
 from lockdocs.diff.sides import Side
+from lockdocs.keys import key_sql
+from lockdocs.rules.context import Context
 
 FAILING = (Severity.ERROR, Severity.WARNING)
 
 
 def _lock_signature(lock: m.Lock) -> tuple[str, str] | None:
     """What makes a lock the same lock under another id: its key, else its table."""
-    from lockdocs.keys import key_sql
 
     if lock.key is not None:
         return ("key", f"{lock.key.construction}|{key_sql(lock.key)}|{lock.key.value}")
@@ -53,8 +56,6 @@ def _renames(base: m.Model, head: m.Model) -> dict[str, tuple[str, str]]:
 
 
 def _lock_facts(lock: m.Lock) -> dict[str, str]:
-    from lockdocs.keys import key_sql
-
     takers = [f"{t.name} ({t.mode})" if t.mode else t.name for t in lock.takers]
     return {
         "title": lock.title,
@@ -118,8 +119,6 @@ def _compare_locks(
 
 def order_edges(model: m.Model, mapping: dict[str, str]) -> dict[tuple[str, str], list[str]]:
     """(held, wanted) -> the paths that create the edge, over every backend."""
-    from lockdocs.analysis.graph import build_graph
-    from lockdocs.rules.context import Context
 
     ctx = Context(model)
     out: dict[tuple[str, str], set[str]] = {}
@@ -262,8 +261,6 @@ def compare(base: Side, head: Side) -> dict[str, Any]:
     paths = _compare_paths(base.model, head.model, mapping)
     blame = blamed_paths(paths)
     if blame and any(d.code == "LD201" for d in head.findings):
-        from lockdocs.api import analyse
-
         head = Side(head.label, head.model, analyse(head.model, blame=blame))
     findings = compare_findings(base.findings, head.findings, mapping)
     failing = [

@@ -13,7 +13,8 @@ from typing import Any
 from urllib.parse import quote
 
 from lockdocs.diff.compare import count
-from lockdocs.diff.text import sections
+from lockdocs.diff.text import sections, side_by_side
+from lockdocs.rules.catalog import load_all
 
 # GitHub refuses a comment over 65,536 characters; the workflow adds a marker line, so stay
 # well below.
@@ -125,7 +126,6 @@ def mermaid_diagram(result: dict[str, Any]) -> str:
 
 def _why(code: str) -> str:
     """Why a finding of this rule matters, in one sentence (the rule's own docs)."""
-    from lockdocs.rules.catalog import load_all
 
     info = load_all().get(code)
     if info is None:
@@ -177,7 +177,6 @@ def _path_items(result: dict[str, Any], link: dict[str, str] | None) -> list[lis
         items.append(
             [f"- ➖ **{_md_escape(p['id'])}** ({_md_escape(p['title'])}), {_code(p['file'])}"]
         )
-    from lockdocs.diff.text import side_by_side
 
     for p in paths["changed"]:
         what = "reordered" if p["reordered"] else "takes other locks"

@@ -14,7 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lockdocs import model as m
+from lockdocs.api import analyse, load
 from lockdocs.diagnostics import Diagnostic, Severity
+from lockdocs.load import MAX_FILE_BYTES
+from lockdocs.report import REPORTERS
 
 LOCKS_FILE = "locks.yaml"
 # What a project's declarations are made of, besides the paths folder (named in locks.yaml).
@@ -127,7 +130,6 @@ def materialize(rev: str, project: Path, dest: Path, *, empty_ok: bool = False) 
 def _refuse_large(name: str, size: int, rev: str) -> None:
     """A blob over the loader's limit is refused before git hands it over (a 1 GiB blob was
     read whole: 8.3 s and 2.1 GB)."""
-    from lockdocs.load import MAX_FILE_BYTES
 
     if size > MAX_FILE_BYTES:
         raise DiffInputError(
@@ -145,14 +147,11 @@ def _is_revision(spec: str, project: Path) -> bool:
 
 
 def _diagnostics_text(diags: list[Diagnostic]) -> str:
-    from lockdocs.report import REPORTERS
-
     return REPORTERS["text"](diags, "")
 
 
 def load_side(root: Path, label: str) -> Side:
     """Load and analyse one side; invalid declarations are bad input (exit 2), as in `check`."""
-    from lockdocs.api import analyse, load
 
     model, diags = load(root)
     if model is None:

@@ -7,6 +7,8 @@ import json
 from difflib import SequenceMatcher
 from typing import Any
 
+from lockdocs.diagnostics import printable
+
 
 def _finding_text(f: dict[str, Any]) -> str:
     where = f"{f['file']}:{f['line']}:{f['column'] or 1}" if f["line"] else f["file"]
@@ -119,7 +121,6 @@ def _change_text(c: dict[str, str]) -> str:
 
 def format_text(result: dict[str, Any]) -> str:
     """For a terminal: every declared string shown with its control characters escaped."""
-    from lockdocs.diagnostics import printable
 
     head = printable(f"lockdocs diff {result['base']} -> {result['head']}")
     if not result["changed"]:  # one line: nothing to read

@@ -17,6 +17,9 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import psycopg
+from psycopg import pq
+
 if TYPE_CHECKING:
     from psycopg.pq.abc import PGconn, PGresult
 
@@ -73,8 +76,6 @@ class DriverError(Exception):
 
 
 def _connect(dsn: str) -> PGconn:
-    from psycopg import pq
-
     conn = pq.PGconn.connect(dsn.encode())
     if conn.status != pq.ConnStatus.OK:
         msg = conn.get_error_message()
@@ -84,8 +85,6 @@ def _connect(dsn: str) -> PGconn:
 
 
 def _exec(conn: PGconn, sql: str) -> str | None:
-    from psycopg import pq
-
     res = conn.exec_(sql.encode())
     if res.status == pq.ExecStatus.FATAL_ERROR:
         raise DriverError(f"{sql}: {res.get_error_message().strip()}")
@@ -96,8 +95,6 @@ def _exec(conn: PGconn, sql: str) -> str | None:
 
 
 def _field(res: PGresult, name: str) -> str:
-    from psycopg import pq
-
     raw = res.error_field(getattr(pq.DiagnosticField, name))
     return bytes(raw).decode(errors="replace") if raw else ""
 
@@ -116,7 +113,6 @@ def run(
     holds is read from pg_locks after every step (a replay names the server's numbers with it).
     `sessions`: connections to reuse (from `connect_sessions`); they are reset, not closed.
     """
-    import psycopg
 
     start = time.monotonic()
     deadline = start + time_limit
@@ -145,7 +141,6 @@ def run(
 
         def collect(session: int) -> bool:
             """Read what has arrived for `session`; True when its statement has finished."""
-            from psycopg import pq
 
             c = conns[session]
             c.consume_input()

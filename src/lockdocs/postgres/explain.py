@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from lockdocs import model as m
+from lockdocs import pghash
 from lockdocs.analysis.flatten import Event
 from lockdocs.diagnostics import Diagnostic
 from lockdocs.postgres import statements as sq
@@ -124,8 +125,6 @@ class Explainer:
         return unknown[0] if len(unknown) == 1 else (calls[0] if len(calls) == 1 else None)
 
     def _stand_in(self, call: AdvisoryCall) -> str | None:
-        from lockdocs import pghash
-
         if len(call.parts) != 2 or call.parts[0].value != pghash.hashtext(sq.STAND_IN_NAMESPACE):
             return None
         text = call.parts[1].text or ""
@@ -150,8 +149,6 @@ class Explainer:
                 first = key.first
                 fixed = first if isinstance(first, int) else None
                 if isinstance(first, m.KeyText) and first.fixed and first.text is not None:
-                    from lockdocs import pghash
-
                     fixed = pghash.hashtext(first.text)
                 if fixed is not None and call.parts[0].value == fixed:
                     out.append(lock.id)

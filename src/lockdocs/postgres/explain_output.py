@@ -9,6 +9,7 @@ from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic
 from lockdocs.postgres.explain import Case, Explainer, group
 from lockdocs.postgres.serverlog import entries, lock_reports
+from lockdocs.rules.context import Context
 
 
 def explain(
@@ -18,8 +19,6 @@ def explain(
     log_format: str = "auto",
     show_literals: bool = False,
 ) -> list[Case]:
-    from lockdocs.rules.context import Context
-
     explainer = Explainer(model, diagnostics, Context(model).all_events)
     cases = [explainer.case(e, show_literals) for e in lock_reports(entries(text, log_format))]
     return group(cases)

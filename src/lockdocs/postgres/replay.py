@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import psycopg
+
 from lockdocs.postgres import driver
 from lockdocs.postgres.logs import Wait, advisory_tag_of, parse_detail
 from lockdocs.postgres.scenario import PRODUCTION_DEADLOCK_TIMEOUT_MS, Scenario, Step
@@ -146,7 +148,6 @@ def replay(
     production_deadlock_timeout_ms: int = PRODUCTION_DEADLOCK_TIMEOUT_MS,
 ) -> Verdict:
     """Run `scenario` on the database at `dsn` (one the caller created for it)."""
-    import psycopg
 
     verdict = Verdict(scenario, index)
     if scenario.unsupported:

@@ -8,10 +8,13 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import psycopg
+
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic
 from lockdocs.postgres.replay import Verdict, replay
 from lockdocs.postgres.scenario import Scenario, from_finding
+from lockdocs.postgres.server import scratch_database, throwaway_server
 
 REPLAYABLE = ("LD201", "LD202", "LD203")
 PG_ENVIRONMENT = ("PGHOST", "PGHOSTADDR", "PGPORT", "PGDATABASE", "PGUSER", "PGSERVICE")
@@ -82,7 +85,6 @@ def dsn_from_environment(dsn: str | None) -> str | None:
 def database(dsn: str | None) -> Iterator[str]:
     """A database of its own for the replay: on the server at `dsn`, or on a throwaway
     cluster when `dsn` is None. Both are removed afterwards."""
-    from lockdocs.postgres.server import scratch_database, throwaway_server
 
     if dsn is None:
         with throwaway_server() as server, scratch_database(server.dsn, "lockdocs_replay") as db:
@@ -100,7 +102,6 @@ def replay_all(
     production_deadlock_timeout_ms: int,
 ) -> list[Verdict]:
     """Each scenario in a fresh schema state: its tables are dropped before the next one."""
-    import psycopg
 
     out: list[Verdict] = []
     for sc, index in zip(scenarios, indexes, strict=True):

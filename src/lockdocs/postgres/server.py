@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pwd
+import secrets
 import shutil
 import subprocess
 import tempfile
@@ -25,6 +26,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 if TYPE_CHECKING:
     import psycopg
@@ -114,7 +119,6 @@ class Server:
 
     def connect(self, dbname: str | None = None) -> psycopg.Connection[tuple[Any, ...]]:
         """An autocommit connection to the server (to `dbname`, default postgres)."""
-        import psycopg
 
         return psycopg.connect(self.dsn_for(dbname or self.dbname), autocommit=True)
 
@@ -126,7 +130,6 @@ class Server:
     def reload(self, **settings: str) -> None:
         """Change settings that a reload applies (log_line_prefix, say) and wait until a new
         session sees them."""
-        from psycopg import sql
 
         with self.connect() as conn:
             for name, value in settings.items():
@@ -275,11 +278,6 @@ def scratch_database(connect_dsn: str, prefix: str = "lockdocs_scratch") -> Iter
     A database, not a schema: advisory locks are per database, so real keys taken here never
     meet the locks of an application that uses the server.
     """
-    import secrets
-
-    import psycopg
-    from psycopg import sql
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
     name = f"{prefix}_{os.getpid()}_{secrets.token_hex(4)}"
     with psycopg.connect(connect_dsn, autocommit=True) as conn:

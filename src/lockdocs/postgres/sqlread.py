@@ -10,6 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pglast import ast, visitors
+from pglast.parser import ParseError, normalize, parse_sql
+
 from lockdocs import pghash
 from lockdocs.schema.definition import TABLE_MODES
 
@@ -69,8 +72,6 @@ class Reading:
 
 
 def _const(node: Any) -> object:
-    from pglast import ast
-
     if isinstance(node, ast.TypeCast):
         return _const(node.arg)
     if isinstance(node, ast.A_Const) and not node.isnull:
@@ -97,7 +98,6 @@ def _op(node: Any) -> str:
 
 def _text(node: Any) -> tuple[str | None, str | None]:
     """(whole literal text, literal prefix) of a text expression."""
-    from pglast import ast
 
     c = _const(node)
     if isinstance(c, str):
@@ -124,8 +124,6 @@ def _name(node: Any) -> str:
 
 
 def _part(node: Any) -> KeyPart:
-    from pglast import ast
-
     c = _const(node)
     if isinstance(c, int):
         return KeyPart(value=c)
@@ -159,9 +157,6 @@ def _advisory(node: Any) -> AdvisoryCall | None:
 
 
 def read(statement: str) -> Reading:
-    from pglast import ast, visitors
-    from pglast.parser import ParseError, parse_sql
-
     try:
         stmts = parse_sql(statement)
     except ParseError as exc:
@@ -228,8 +223,6 @@ def read(statement: str) -> Reading:
 
 
 def _ranges(items: Any) -> list[Any]:
-    from pglast import ast
-
     out: list[Any] = []
     for item in items:
         if isinstance(item, ast.RangeVar) and item.relname:
@@ -243,7 +236,6 @@ def masked(statement: str) -> str:
     """The statement with its literals replaced by $1, $2, ... (pg_query's normalizer) and its
     layout on one line; a statement that does not parse (cut off in the log) is returned with
     its layout flattened only."""
-    from pglast.parser import ParseError, normalize
 
     try:
         # With every literal now a $n, splitting on white space cannot cut a string apart.

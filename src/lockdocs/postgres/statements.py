@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pglast import ast
+from pglast.keywords import RESERVED_KEYWORDS, TYPE_FUNC_NAME_KEYWORDS
+from pglast.parser import ParseError, parse_sql
+
 from lockdocs import keys
 from lockdocs import model as m
 
@@ -32,8 +36,6 @@ def literal(text: str) -> str:
 
 
 def quote_ident(name: str) -> str:
-    from pglast.keywords import RESERVED_KEYWORDS, TYPE_FUNC_NAME_KEYWORDS
-
     plain = name and (name[0].isascii() and (name[0].isalpha() or name[0] == "_"))
     plain = plain and all(c.isascii() and (c.isalnum() or c == "_") for c in name)
     if plain and name == name.lower() and name not in RESERVED_KEYWORDS | TYPE_FUNC_NAME_KEYWORDS:
@@ -68,9 +70,6 @@ def table_of(declared: str | None, lock_id: str, into: str | None = None) -> Tab
 
 
 def _declared_table(declared: str | None, lock_id: str) -> Table:
-    from pglast import ast
-    from pglast.parser import ParseError, parse_sql
-
     if declared:
         try:
             stmts = parse_sql(f"select from {declared}")

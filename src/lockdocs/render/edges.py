@@ -2,19 +2,19 @@
 and what the page derives from them: which pairs are taken in both orders and what keeps those
 apart, and an order per connected part of the graph that the paths follow.
 
-The checker's `lockdocs.analysis.graph.build_graph` is the source when it is there, so the page
-draws the graph the check reasons about; without it the edges are derived here from the flattened
-events the same simple way (an edge h -> e for every lock h held when e is taken).
+The checker's `lockdocs.analysis.graph.build_graph` is the source, so the page draws the graph
+the check reasons about.
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from lockdocs import model as m
-from lockdocs.analysis.flatten import flatten
+from lockdocs.analysis import cycles as cycles_mod
+from lockdocs.analysis.facts import Facts
+from lockdocs.analysis.graph import build_graph
 from lockdocs.diagnostics import Diagnostic
 
 
@@ -40,51 +40,23 @@ class _Raw(NamedTuple):
     witness: Any  # the checker's Edge (for gates), or None
 
 
-def _graph_modules() -> tuple[Any, Any, Any] | None:
-    try:
-        graph_mod = importlib.import_module("lockdocs.analysis.graph")
-        context_mod = importlib.import_module("lockdocs.rules.context")
-        cycles_mod = importlib.import_module("lockdocs.analysis.cycles")
-    except ImportError:
-        return None
-    if not hasattr(graph_mod, "build_graph"):
-        return None
-    return graph_mod, context_mod, cycles_mod
-
-
 class EdgeSet:
     """The graph once per render: the raw edges with their witnesses, and the pairs."""
 
     def __init__(self, model: m.Model) -> None:
         self.model = model
-        self.ctx: Any = None
-        self.cycles: Any = None
-        mods = _graph_modules()
+        # The checker's own graph (and its cycle search, for the gates the page explains), so
+        # the page draws the graph the check reasons about. One graph per backend, as the
+        # check builds them: a step for one backend never runs in the same transaction as a
+        # step for another.
+        self.ctx = Facts(model)
+        self.cycles = cycles_mod
         raw: list[_Raw] = []
-        if mods is not None:
-            graph_mod, context_mod, self.cycles = mods
-            self.ctx = context_mod.Context(model)
-            # One graph per backend, as the check builds them: a step for one backend never
-            # runs in the same transaction as a step for another.
-            for backend in self.ctx.backends:
-                for e in graph_mod.build_graph(self.ctx, backend).edges:
-                    raw.append(
-                        _Raw(e.src, e.dst, e.path, e.held_mode, e.wanted_mode, bool(e.ordered), e)
-                    )
-        else:
-            for ev in flatten(model):
-                if ev.kind not in ("acquire", "upgrade"):
-                    continue
-                for h in ev.held:
-                    if h.lock == ev.lock and h.instance == ev.instance:
-                        continue
-                    lock = model.locks[ev.lock]
-                    ordered = (
-                        h.lock == ev.lock
-                        and ev.order is not None
-                        and ev.order == lock.instance_order
-                    )
-                    raw.append(_Raw(h.lock, ev.lock, ev.path, h.mode, ev.mode, ordered, None))
+        for backend in self.ctx.backends:
+            for e in build_graph(self.ctx, backend).edges:
+                raw.append(
+                    _Raw(e.src, e.dst, e.path, e.held_mode, e.wanted_mode, bool(e.ordered), e)
+                )
         self.raw = raw
         self.pairs = _pairs(model, raw)
         self._raw_of: dict[tuple[str, str], list[_Raw]] | None = None
@@ -101,7 +73,7 @@ class EdgeSet:
     def gate(self, a: _Raw, b: _Raw) -> tuple[str, str, str] | None:
         """(lock, mode on a's side, mode on b's side) of a singleton both hold in conflicting
         modes, which keeps the two transactions apart; None when nothing does."""
-        if self.cycles is None or a.witness is None or b.witness is None:
+        if a.witness is None or b.witness is None:
             return None
         if a.witness.backend != b.witness.backend:
             return None

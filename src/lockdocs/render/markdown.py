@@ -18,6 +18,7 @@ from types import TracebackType
 import jinja2
 
 from lockdocs.diagnostics import Diagnostic, Location, Severity
+from lockdocs.inputs import template_snapshot
 from lockdocs.render.coverage import CoverageView
 from lockdocs.render.escape import FILTERS
 from lockdocs.render.sandbox import Sandbox, TemplateLimit, bounded_output, deadline, time_limit
@@ -83,7 +84,6 @@ _COMPILED = _CompiledTemplates()
 
 def environment(root: Path) -> Sandbox:
     """Project templates first, then the package's defaults; sandboxed either way."""
-    from lockdocs.inputs import template_snapshot
 
     sources, problem = template_snapshot(root)
     if problem:

@@ -14,8 +14,11 @@ which the renderer reports as LD601 at the template line that caused it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
+import importlib
 import os
+import pkgutil
 import re
 import signal
 import threading
@@ -27,6 +30,8 @@ from jinja2.exceptions import SecurityError
 from jinja2.nodes import Concat
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.utils import Namespace
+
+from lockdocs.render import coverage, escape, view
 
 MAX_VALUE = 4_000_000  # characters (or items) in one value a template builds
 MAX_OUTPUT = 256_000_000  # characters of one rendered page
@@ -238,11 +243,6 @@ class _Budget:
 def _view_types() -> frozenset[type]:
     """The frozen dataclasses the templates receive: the page's views (`render/view/`, the
     coverage view) and `Link`."""
-    import dataclasses
-    import importlib
-    import pkgutil
-
-    from lockdocs.render import coverage, escape, view
 
     modules = [escape, coverage, view] + [
         importlib.import_module(f"{view.__name__}.{info.name}")

@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 from collections.abc import Callable
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 
 STAMP = "lockdocs-dot-sha256"
 _STAMP_RE = re.compile(r"<!-- " + STAMP + r": ([0-9a-f]{64}) -->")
@@ -233,7 +234,6 @@ def render_svgs(
     time. `progress(done, total)` is called as diagrams finish. Raises GraphvizError."""
     if not dots:
         return {}
-    from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 
     binary = _binary(dot_binary)
     jobs = plan(list(dots), dots)

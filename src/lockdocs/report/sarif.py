@@ -14,8 +14,10 @@ import json
 from typing import Any
 from urllib.parse import quote
 
+from lockdocs import __version__
 from lockdocs.diagnostics import Diagnostic, Location, Related, Severity
 from lockdocs.report.where import Where
+from lockdocs.rules.catalog import load_all
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
@@ -94,9 +96,6 @@ def _rule(info: Any, where: Where) -> dict[str, Any]:
 
 
 def sarif(diags: list[Diagnostic], where: Where) -> str:
-    from lockdocs import __version__
-    from lockdocs.rules.catalog import load_all
-
     registry = load_all()
     index = {code: i for i, code in enumerate(registry)}
     doc = {

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from lockdocs.config import pyproject_settings
+
 
 @dataclass(frozen=True)
 class Where:
@@ -62,7 +64,6 @@ def rules_url(root: Path, from_locks: str | None) -> str | None:
     """locks.yaml's `rules_url`, else [tool.lockdocs] rules_url in pyproject.toml."""
     if from_locks:
         return from_locks
-    from lockdocs.config import pyproject_settings
 
     settings: dict[str, Any] = pyproject_settings(root)[0]
     value = settings.get("rules_url")

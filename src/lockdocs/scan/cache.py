@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import importlib.util
 import json
 import os
 from pathlib import Path
@@ -30,7 +31,6 @@ def _folder() -> Path | None:
 def _scanner_digest() -> str:
     """The scanner's own code and the parser's version: a changed scanner never reads an old
     entry."""
-    import importlib.util
 
     h = hashlib.sha256(SCANNER.encode())
     spec = importlib.util.find_spec("pglast")  # its __init__ holds its version; not imported

@@ -17,7 +17,7 @@ from lockdocs.diagnostics import Diagnostic, Location, Severity
 from lockdocs.scan.cache import Cache, content_key
 from lockdocs.scan.found import FileScan, FoundLock, Site, Warning
 from lockdocs.scan.golang import go_units
-from lockdocs.scan.sources import file_kind, python_module, python_units
+from lockdocs.scan.sources import Unit, file_kind, python_module, python_units
 
 MAX_BYTES = 4 * 1024 * 1024
 
@@ -189,8 +189,6 @@ def scan_text(rel: str, kind: str, data: bytes) -> FileScan:
     result = Result()
     analyser = Analyser(text, result)
     if kind == "sql":
-        from lockdocs.scan.sources import Unit
-
         analyser.add(Unit(text))
     else:
         try:

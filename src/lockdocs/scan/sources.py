@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import io
 import tokenize
+import unicodedata
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
@@ -159,7 +160,6 @@ def _py_token(tok: str, start: int) -> tuple[str, list[tuple[int, int]]] | None:
             value, width = chr(int(body[j + 2 : j + 2 + digits], 16)), 2 + digits
         elif e == "N":
             end = body.index("}", j)
-            import unicodedata
 
             value, width = unicodedata.lookup(body[j + 3 : end]), end + 1 - j
         else:

@@ -7,6 +7,7 @@ and the model in step with it.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -829,7 +830,6 @@ def paths_schema() -> dict[str, Any]:
 
 def shipped_files() -> dict[str, str]:
     """The schema files shipped in the package, for editors (`$schema=` lines) to point at."""
-    import json
 
     return {
         name: json.dumps(schema, indent=2, sort_keys=True) + "\n"

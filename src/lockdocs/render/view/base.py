@@ -15,6 +15,7 @@ from lockdocs.diagnostics import Diagnostic
 from lockdocs.render.edges import EdgeSet, PairEdge, page_path_order
 from lockdocs.render.escape import Link, slug
 from lockdocs.render.words import bare, levels
+from lockdocs.rules.waivers import waiver_label
 
 RESERVED_DIAGRAMS = frozenset({"lock-order"})
 
@@ -144,7 +145,6 @@ class Context:
 
     def waiver_of(self, label: str) -> m.Waiver | None:
         """The exception a finding's `waived_by` label names."""
-        from lockdocs.rules.waivers import waiver_label  # lazy: rules import lazily
 
         return next((w for w in self.model.waivers if waiver_label(self.model, w) == label), None)
 

@@ -10,6 +10,7 @@ from lockdocs.grammar import an
 from lockdocs.render.escape import Link
 from lockdocs.render.view.base import Context
 from lockdocs.render.words import CATEGORIES, CATEGORY_ORDER, key_category
+from lockdocs.rules.keyrules import collision_odds
 
 
 @dataclass(frozen=True)
@@ -123,8 +124,6 @@ def _verdicts(ctx: Context, cat: str, locks: list[m.Lock], has_hashtext: bool) -
             _verdict(ctx, "LD103", narrow, "", "32 bits: such keys collide far sooner than 64 bits")
         )
     if cat.startswith("hashtext-"):
-        from lockdocs.rules.keyrules import collision_odds  # lazy: rules import lazily
-
         share = (
             f"these {n} families share one space of 2^32 keys"
             if n > 1

@@ -159,7 +159,7 @@ def both_ways(ctx: Context, es: EdgeSet, pair: tuple[str, str]) -> BothWaysView:
         for x, y in ungated
     )
     parent: tuple[Link, Link] | None = None
-    if gate is None and ungated and not skips and es.cycles is not None and es.ctx is not None:
+    if gate is None and ungated and not skips:
         waits = es.cycles._waits
         pairs = [
             (x.witness, y.witness)

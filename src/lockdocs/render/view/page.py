@@ -25,6 +25,7 @@ from lockdocs.render.view.rules import (
 )
 from lockdocs.render.view.transactions import TxView, transactions
 from lockdocs.render.words import scope_facts
+from lockdocs.rules.catalog import load_all
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,6 @@ class PageView:
 
 def build_page(model: m.Model, diagnostics: list[Diagnostic], stem: str) -> PageView:
     """The page's view model; `stem` is the page's path under docs/ without `.md`."""
-    from lockdocs.rules.catalog import load_all  # lazy: heavy, only here
 
     ctx = Context(model, diagnostics, stem)
     keys, key_by_lock = key_groups(ctx)

@@ -18,6 +18,7 @@ from lockdocs.render.words import (
     order_words,
     sentence,
 )
+from lockdocs.rules.waivers import waiver_label
 
 
 @dataclass(frozen=True)
@@ -174,7 +175,6 @@ def rule_view(ctx: Context, rule: m.Rule) -> RuleView:
 
 def exception_view(ctx: Context, w: m.Waiver, summaries: dict[str, str]) -> ExceptionView:
     """One exception, with the number of findings it waives in this run."""
-    from lockdocs.rules.waivers import waiver_label  # lazy: rules import lazily
 
     model = ctx.model
     label = waiver_label(model, w)
