@@ -5,6 +5,7 @@
 - scenario, driver, replay, present, isolation, run: `lockdocs replay` (a finding's proof ->
   sessions and steps, run step by step on the server, judged, printed, or written as an
   isolation-tester spec);
-- logs, serverlog, sqlread, explain, explain_output: `lockdocs explain` (Postgres's lock words
-  and log formats, statements read with pglast, the waits decoded to declared locks and paths).
+- logs, serverlog, sqlread, cases, explain, explain_output: `lockdocs explain` (Postgres's lock
+  words and log formats, statements read with pglast, the waits decoded to declared locks and
+  paths).
 """

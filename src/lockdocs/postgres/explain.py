@@ -12,68 +12,17 @@ that is not declared at all.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from lockdocs import model as m
 from lockdocs import pghash
 from lockdocs.analysis.flatten import Event
 from lockdocs.diagnostics import Diagnostic
 from lockdocs.postgres import statements as sq
+from lockdocs.postgres.cases import Case, LockRef, Process, Taker
 from lockdocs.postgres.logs import ADVISORY_MODE_NAMES, TABLE_MODE_NAMES, LockTag, parse_detail
 from lockdocs.postgres.serverlog import DEADLOCK, Entry
 from lockdocs.postgres.sqlread import AdvisoryCall, Reading, masked, read
 
 CYCLE_CODES = ("LD201", "LD202", "LD203")
-
-
-@dataclass(frozen=True)
-class LockRef:
-    locks: tuple[str, ...]  # the declared locks it can be; () when none
-    mode: str | None  # the declared mode word, when the log or the statement says
-    postgres: str  # how Postgres named it
-    how: str  # how lockdocs decoded it, or why it could not
-
-
-@dataclass(frozen=True)
-class Taker:
-    path: str
-    location: str
-    via: tuple[str, ...] = ()
-
-
-@dataclass
-class Process:
-    name: str  # P1, P2, ... in a stable order
-    pid: int | None
-    wants: LockRef
-    holds: LockRef | None
-    statement: str
-    masked: str
-    takers: tuple[Taker, ...] = ()
-    declared_takers: tuple[str, ...] = ()  # locks.yaml's taken_by entries for that mode
-
-
-@dataclass
-class Case:
-    kind: str  # deadlock | lock timeout
-    sqlstate: str
-    processes: list[Process]
-    verdict: str  # reported | missing order | undeclared lock | unreported | timeout
-    says: list[str]
-    findings: list[dict[str, object]] = field(default_factory=list)
-    lines: list[int] = field(default_factory=list)  # where each occurrence starts in the log
-    hint: str = ""
-    context: str = ""
-
-    @property
-    def signature(self) -> tuple[object, ...]:
-        return (
-            self.kind,
-            tuple(
-                (p.wants.locks, p.wants.mode, p.holds.locks if p.holds else (), masked(p.statement))
-                for p in self.processes
-            ),
-        )
 
 
 class Explainer:
@@ -396,13 +345,3 @@ def _context_statement(context: str) -> str | None:
         if at >= 0 and end > at + len(marker):
             return line[at + len(marker) : end]
     return None
-
-
-def group(cases: list[Case]) -> list[Case]:
-    """Identical cases (same locks, modes, masked statements) once, with every line."""
-    out: dict[tuple[object, ...], Case] = {}
-    for c in cases:
-        first = out.setdefault(c.signature, c)
-        if first is not c:
-            first.lines.extend(c.lines)
-    return list(out.values())

@@ -7,7 +7,8 @@ from typing import Any
 
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic
-from lockdocs.postgres.explain import Case, Explainer, group
+from lockdocs.postgres.cases import Case, group
+from lockdocs.postgres.explain import Explainer
 from lockdocs.postgres.serverlog import entries, lock_reports
 from lockdocs.rules.context import Context
 

@@ -1,6 +1,6 @@
-"""LD3xx: practice rules from experience with Postgres locking: bounded waits, no network calls
-under a lock, transaction-scoped advisory locks, the weakest row lock that does the job, SKIP
-LOCKED for queues only, and in-memory locks held until the commit."""
+"""LD301-LD305: practice rules from experience with Postgres locking: bounded waits, no network
+calls under a lock, transaction-scoped advisory locks, the weakest row lock that does the job,
+and SKIP LOCKED for queues only. `holding.py` (LD306, LD307) is about how long locks are held."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from lockdocs.rules.registry import rule
 if TYPE_CHECKING:
     from lockdocs.analysis.flatten import Event
 
-_ROW = """\
+ROW_EXAMPLE = """\
 lockdocs: 1
 page: {title: Locks}
 transactions:
@@ -30,7 +30,7 @@ locks:
 """
 
 
-def _held_text(held: Iterable[object]) -> str:
+def held_text(held: Iterable[object]) -> str:
     return ", ".join(sorted({f"{h.lock} ({h.mode})" for h in held}))  # type: ignore[attr-defined]
 
 
@@ -49,7 +49,7 @@ def _held_text(held: Iterable[object]) -> str:
         "into a quick 55P03 the code can retry."
     ),
     example={
-        "locks.yaml": _ROW,
+        "locks.yaml": ROW_EXAMPLE,
         "paths/orders.yaml": """\
 group: Orders
 paths:
@@ -112,7 +112,7 @@ def no_timeout(ctx: Context) -> Iterable[Diagnostic]:
         "after the commit."
     ),
     example={
-        "locks.yaml": _ROW,
+        "locks.yaml": ROW_EXAMPLE,
         "paths/orders.yaml": """\
 group: Orders
 paths:
@@ -138,7 +138,7 @@ def external_under_lock(ctx: Context) -> Iterable[Diagnostic]:
             "LD302",
             Severity.WARNING,
             step,
-            f"path '{step.owner}' calls {step.event.name!r} while holding {_held_text(step.held)}",
+            f"path '{step.owner}' calls {step.event.name!r} while holding {held_text(step.held)}",
             "make the call before the transaction takes its locks, or after it commits",
             tuple(sorted({h.lock for h in step.held})),
         )
@@ -266,7 +266,7 @@ def for_update_referenced(ctx: Context) -> Iterable[Diagnostic]:
         "every row."
     ),
     example={
-        "locks.yaml": _ROW,
+        "locks.yaml": ROW_EXAMPLE,
         "paths/orders.yaml": """\
 group: Orders
 paths:
@@ -305,109 +305,4 @@ def skip_locked(ctx: Context) -> Iterable[Diagnostic]:
             "declare queue: true on the lock if its rows are claimed as work items; otherwise "
             "wait for the rows (or use NOWAIT and retry)",
             (ev.lock,),
-        )
-
-
-@rule(
-    "LD306",
-    "memory-lock-released-before-commit",
-    Severity.ERROR,
-    summary="An in-memory lock is released before the transaction's writes commit.",
-    what=(
-        "Reports a release of an in-memory lock in a transaction that has written and not yet "
-        "committed."
-    ),
-    why=(
-        "The next holder of the in-memory lock may read before the commit and miss the "
-        "changes it was meant to see. Commit first, then release."
-    ),
-    example={
-        "locks.yaml": """\
-lockdocs: 1
-page: {title: Locks}
-locks:
-  fleet:
-    title: Fleet lockset
-    kind: memory
-    modes: {exclusive: processing}
-""",
-        "paths/fleets.yaml": """\
-group: Fleets
-paths:
-  process:
-    title: Process a fleet
-    steps:
-      - take: fleet
-      - write: fleet status
-      - release: fleet
-      - commit
-""",
-    },
-    use_instead={
-        "paths/fleets.yaml": (
-            "      - release: fleet\n      - commit\n",
-            "      - commit\n      - release: fleet\n",
-        ),
-    },
-)
-def memory_release(ctx: Context) -> Iterable[Diagnostic]:
-    early = (
-        ev
-        for backend in ctx.backends
-        for ev in ctx.events(backend)
-        if ev.kind == "release" and ev.wrote and ctx.lock_kind(ev.lock, backend) == "memory"
-    )
-    for step in once_per_step(early):
-        ev = step.event
-        yield step_finding(
-            "LD306",
-            Severity.ERROR,
-            step,
-            f"path '{step.owner}' releases the in-memory lock {ev.lock} before its writes commit",
-            "move the commit before the release",
-            (ev.lock,),
-        )
-
-
-@rule(
-    "LD307",
-    "transaction-left-open",
-    Severity.INFO,
-    summary="A path returns with its transaction open while it holds locks.",
-    what="Reports a leave_open step taken while locks are held.",
-    why=(
-        "Whatever runs after the return (rendering a response, a network call) extends how "
-        "long those locks are held, and other paths wait for it."
-    ),
-    example={
-        "locks.yaml": _ROW,
-        "paths/orders.yaml": """\
-group: Orders
-paths:
-  sync:
-    title: Sync an order
-    transaction: bounded
-    steps:
-      - take: order
-      - leave_open: the caller rolls back after rendering
-""",
-    },
-    use_instead={
-        "paths/orders.yaml": (
-            "      - leave_open: the caller rolls back after rendering\n",
-            "      - rollback\n",
-        ),
-    },
-)
-def left_open(ctx: Context) -> Iterable[Diagnostic]:
-    returns = (ev for ev in ctx.all_events if ev.kind == "leave_open" and ev.held)
-    for step in once_per_step(returns):
-        yield step_finding(
-            "LD307",
-            Severity.INFO,
-            step,
-            f"path '{step.owner}' returns with its transaction open, holding "
-            f"{_held_text(step.held)}",
-            "end the transaction before returning, or keep what runs after the return short",
-            tuple(sorted({h.lock for h in step.held})),
         )
