@@ -582,7 +582,12 @@ OTHERS = {
         "t1 acquire resource-key-row#1 for update <- ",
         "t1 acquire resource-key-row#2 for update <- resource-key-row#1",
     ],
-    "claim-outbox": ["t1 acquire desired-state-notice for update <- "],
+    # one statement locks the pending rows in no order (order: none), each SKIP LOCKED, so an
+    # earlier row is held only maybe
+    "claim-outbox": [
+        "t1 acquire desired-state-notice#1 for update <- ",
+        "t1 acquire desired-state-notice#2 for update <- desired-state-notice#1?",
+    ],
     "recompute-address": [
         "t1 acquire desired-state-address exclusive <- ",
         "t1 acquire desired-state-record for update <- desired-state-address",

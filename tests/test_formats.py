@@ -614,3 +614,197 @@ def test_a_parent_gate_on_the_page_and_in_the_export(tmp_path: Path) -> None:
     assert job["within"] == "run"
     finish = next(p for p in exported["paths"] if p["id"] == "finish-job")
     assert finish["steps"][1]["under"] == "this run"
+
+
+# --- set takes: one statement, several locks, no order ------------------------------------------
+
+SET_LOCKS = """\
+lockdocs: 1
+page: {title: Locks}
+locks:
+  account:
+    title: Account row
+    kind: row
+    table: app.accounts
+    instances: {order: ascending id}
+    modes: {for no key update: posting, for share: reports}
+  ledger:
+    title: Ledger row
+    kind: row
+    table: app.ledgers
+    modes: {for no key update: posting}
+  pool:
+    title: Pool key
+    kind: advisory
+    key: {hashtextextended: {prefix: "pool:", parts: [pool_id]}}
+    instances: {order: ascending pool_id}
+    modes: {exclusive: settlement}
+"""
+
+SET_PATHS = """\
+group: Money
+paths:
+  close:
+    title: Close a ledger
+    steps:
+      - set: [ledger, {take: account, mode: for no key update}]
+        via: close_ledger
+        note: one join without OF
+  sweep:
+    title: Sweep pools
+    steps:
+      - loop: each pool key the subquery returns
+        order: none
+        steps:
+          - take: pool
+"""
+
+SET_BAD: list[tuple[str, str, str, str, str, int, int, str]] = [
+    (
+        "set-of-five",
+        SET_LOCKS,
+        SET_PATHS.replace(
+            "      - set: [ledger, {take: account, mode: for no key update}]\n",
+            "      - set:\n"
+            + "".join(f"          - {{take: account, instance: a{i}}}\n" for i in range(5)),
+        ),
+        "LD030",
+        "paths/p.yaml",
+        6,
+        9,
+        "takes 5 locks in one statement; lockdocs follows at most 4",
+    ),
+    (
+        "set-names-an-element-twice",
+        SET_LOCKS,
+        SET_PATHS.replace("set: [ledger, {take", "set: [ledger, ledger, {take"),
+        "LD030",
+        "paths/p.yaml",
+        6,
+        23,
+        "element 2 of this set takes the same instance of 'ledger' as element 1",
+    ),
+    (
+        "set-of-one",
+        SET_LOCKS,
+        SET_PATHS.replace(
+            "set: [ledger, {take: account, mode: for no key update}]", "set: [ledger]"
+        ),
+        "LD003",
+        "paths/p.yaml",
+        6,
+        14,
+        "a set takes several locks in one statement; this one lists 1",
+    ),
+    (
+        "set-element-without-take",
+        SET_LOCKS,
+        SET_PATHS.replace("{take: account, mode: for no key update}", "{mode: for share}"),
+        "LD003",
+        "paths/p.yaml",
+        6,
+        23,
+        "missing required field 'take'",
+    ),
+    (
+        "set-element-a-number",
+        SET_LOCKS,
+        SET_PATHS.replace("{take: account, mode: for no key update}", "7"),
+        "LD003",
+        "paths/p.yaml",
+        6,
+        23,
+        "a number is not an element of a set",
+    ),
+    (
+        "set-of-an-unknown-lock",
+        SET_LOCKS,
+        SET_PATHS.replace("set: [ledger,", "set: [ledgre,"),
+        "LD004",
+        "paths/p.yaml",
+        6,
+        15,
+        "unknown lock 'ledgre'",
+    ),
+    (
+        "set-element-in-an-undeclared-mode",
+        SET_LOCKS,
+        SET_PATHS.replace("mode: for no key update}", "mode: for update}"),
+        "LD006",
+        "paths/p.yaml",
+        6,
+        45,
+        "not declared with mode 'for update'",
+    ),
+    (
+        "instance-order-none",
+        SET_LOCKS.replace("{order: ascending id}", "{order: none}"),
+        SET_PATHS,
+        "LD003",
+        "locks.yaml",
+        8,
+        24,
+        "declares its instance order as 'none'",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("locks", "paths", "code", "file", "line", "column", "words"),
+    [c[1:] for c in SET_BAD],
+    ids=[c[0] for c in SET_BAD],
+)
+def test_bad_set_is_located(
+    tmp_path: Path,
+    locks: str,
+    paths: str,
+    code: str,
+    file: str,
+    line: int,
+    column: int,
+    words: str,
+) -> None:
+    root = _project(tmp_path, locks, paths)
+    result = run_cli("check", "--root", str(root), "--format", "json")
+    assert result.code == 2, result.out + result.err
+    assert "Traceback" not in result.err
+    diags = [d for d in result.json()["diagnostics"] if d["code"] == code]
+    assert diags, result.out
+    d = diags[0]
+    assert (d["file"], d["line"], d["column"]) == (file, line, column), d
+    assert words in d["message"], d["message"]
+    assert d["hint"]
+    assert not (root / "docs").exists()
+
+
+def test_a_set_take_is_one_step_on_the_page(tmp_path: Path) -> None:
+    """The analysis walks every order of a set; the page, the export and the diagram show the
+    one statement the code runs."""
+    root = _project(tmp_path, SET_LOCKS, SET_PATHS)
+    found = run_cli("check", "--no-drift", "--root", str(root), "--format", "json").json()
+    by_code = {d["code"]: d for d in found["diagnostics"]}
+    # two closes meet in opposite orders; the sweep's pool keys come in no order
+    assert sorted(by_code) == ["LD201", "LD202"], found
+    assert "takes ledger, account in one statement, in no order" in by_code["LD201"]["hint"]
+    assert "in no order (order: none)" in by_code["LD202"]["message"]
+    assert run_cli("build", "--root", str(root)).code == 0
+    page = (root / "docs" / "database-locks.md").read_text(encoding="utf-8")
+    assert (
+        "1. Takes [Ledger row](#lock-ledger) **FOR NO KEY UPDATE** and [Account row](#lock-account) "
+        "**FOR NO KEY UPDATE** in one statement, **in no order** (the statement locks them as it "
+        "finds them) through `close_ledger` — one join without OF"
+    ) in page
+    assert "1. For each pool key the subquery returns, in no order:" in page
+    # no trace of the orders the analysis walks
+    assert "ledger then account" not in page and "One of" not in page
+    exported = json.loads(run_cli("export", "--root", str(root)).out)
+    close = next(p for p in exported["paths"] if p["id"] == "close")
+    (step,) = close["steps"]
+    assert step["type"] == "set"
+    assert [(t["lock"], t["mode"]) for t in step["takes"]] == [
+        ("ledger", "for no key update"),
+        ("account", "for no key update"),
+    ]
+    dots = "".join(p.read_text(encoding="utf-8") for p in (root / "docs").rglob("*.dot"))
+    if dots:
+        assert "in one statement," in dots

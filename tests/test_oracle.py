@@ -37,7 +37,20 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import seed as hypothesis_seed
 
-from oracle import Branch, Call, Commit, Lock, Loop, Options, Path, Spec, Take, explore, render
+from oracle import (
+    Branch,
+    Call,
+    Commit,
+    Lock,
+    Loop,
+    Options,
+    Path,
+    Set,
+    Spec,
+    Take,
+    explore,
+    render,
+)
 from oracle.classify import false_positive_kind, known_false_negative
 from oracle.compare import compare, explains, lockdocs_findings
 from oracle.conflicts import waits
@@ -412,6 +425,34 @@ def test_a_try_never_waits_and_what_it_got_is_held() -> None:
     )
     assert _deadlocks(holds)
     assert "try: gives up" in render(holds)["paths/p.yaml"]
+
+
+def test_a_set_is_granted_in_every_order() -> None:
+    one_statement = Set((Take("ledger", NKU), Take("account", NKU)))
+    in_order = Path("post", (Take("account", NKU), Take("ledger", NKU)))
+    # against the ordered path, and against a second run of itself
+    assert _deadlocks(Spec((ROW, LEDGER), (in_order, Path("close", (one_statement,)))))
+    assert _deadlocks(Spec((ROW, LEDGER), (Path("close", (one_statement,)),)))
+    # under a gate both hold exclusive, never
+    gated = Spec(
+        (BOOKS, ROW, LEDGER),
+        (
+            Path("post", (Take("books", "exclusive"), *in_order.steps)),
+            Path("close", (Take("books", "exclusive"), one_statement)),
+        ),
+    )
+    assert _deadlocks(gated) == []
+    # FOR SHARE both ways: nobody waits
+    shared = Set((Take("ledger", "for share"), Take("account", "for share")))
+    row = Lock("account", "row", False, ("for share",))
+    ledger = Lock("ledger", "row", False, ("for share",))
+    reads = Path("report", (Take("account", "for share"), Take("ledger", "for share")))
+    assert _deadlocks(Spec((row, ledger), (reads, Path("audit", (shared,))))) == []
+    # two rows of one class in one statement (WHERE id IN (a, b))
+    rows = Set((Take("account", NKU, "a"), Take("account", NKU, "b")))
+    assert _deadlocks(Spec((ROW,), (Path("transfer", (rows,)),)))
+    text = render(Spec((ROW, LEDGER), (in_order, Path("close", (one_statement, rows)))))
+    assert "set:\n" in text["paths/p.yaml"] and "instance: b" in text["paths/p.yaml"]
 
 
 RUN = Lock("run", "row", False, (NKU, "for key share"))
@@ -919,6 +960,9 @@ def constructs(spec: Spec) -> set[str]:
                     found.add("try")
                 if s.under:
                     found.add("under")
+            elif isinstance(s, Set):
+                found.add("set")
+                walk(s.takes)
             elif isinstance(s, Loop):
                 walk(s.body)
             elif isinstance(s, Branch):
@@ -1030,7 +1074,7 @@ def _check_stats(stats: Stats, n: int) -> None:
     # the generator is worth running: a fair share of specs deadlock, and lockdocs speaks up
     assert stats.with_deadlock >= n // 20
     # the issue-14 constructs are drawn often enough to mean something
-    for c in ("try", "within"):
+    for c in ("try", "within", "set"):
         assert stats.constructs[c] >= n // 20, stats.constructs
     # issue 17's bar: under 1% of specs with a finding and no deadlock
     assert stats.fp_specs < n / 100, stats.fp_findings

@@ -97,6 +97,7 @@ def test_step_kinds_in_step() -> None:
     keys = {next(iter(s["required"])) for s in steps if "required" in s}
     assert keys == {
         "take",
+        "set",
         "loop",
         "branches",
         "run",
@@ -115,6 +116,11 @@ def test_step_kinds_in_step() -> None:
     # try: is a Python keyword; the model calls it attempt
     written = {"attempt" if k == "try" else k for k in take["properties"]}
     assert written - {"take"} | {"lock"} == (_fields(m.Take) - derived)
+    # a set's elements are takes: what the set and an element can say is a take's
+    one = next(s for s in steps if s.get("required") == ["set"])
+    element = one["properties"]["set"]["items"]["oneOf"][1]
+    said = {"attempt" if k == "try" else k for k in (*one["properties"], *element["properties"])}
+    assert said - {"set", "take"} <= _fields(m.Take) | {"note"}
 
 
 def test_editor_schema_lines_point_at_shipped_files() -> None:

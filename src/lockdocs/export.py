@@ -142,6 +142,13 @@ def _step_body(step: m.Step) -> dict[str, Any]:
             "steps": [step_json(s) for s in step.steps],
             "line": line,
         }
+    if isinstance(step, m.Branches) and step.statement:
+        return {
+            "type": "set",
+            "note": step.note,
+            "line": line,
+            "takes": [step_json(t) for t in step.statement],
+        }
     if isinstance(step, m.Branches):
         return {
             "type": "branches",

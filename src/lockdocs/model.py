@@ -226,6 +226,10 @@ class Branches:
     location: Location
     note: str | None = None
     backend: str | None = None
+    # A set take (`set: [a, b]`): the takes of one statement, in no order the code controls.
+    # The alternatives are then every order of them, which is all the analysis looks at; the
+    # page and the other views show the statement as one step.
+    statement: tuple[Take, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,8 @@ file at once, sorted, and builds no model when any of them is an error.
 from __future__ import annotations
 
 import difflib
+import itertools
+import math
 import os
 import stat
 from pathlib import Path as FsPath
@@ -32,6 +34,8 @@ from lockdocs.schema.definition import ALL_MODES
 from lockdocs.schema.validate import validate
 
 LOCKS_FILE = "locks.yaml"
+# The most elements a set: may have; the analysis follows every order of them (4! = 24).
+MAX_SET = 4
 
 
 class RootNotFound(Exception):
@@ -328,6 +332,11 @@ def _count_steps(steps: Any) -> int:
         for step in current:
             count += 1
             if isinstance(step, dict):
+                elements = step.get("set")
+                if isinstance(elements, list) and len(elements) > 1:
+                    # a set is resolved into every order of its elements (LD030 past MAX_SET)
+                    k = min(len(elements), MAX_SET)
+                    count += math.factorial(k) * k
                 pending.append(step.get("steps"))
                 branches = step.get("branches")
                 if isinstance(branches, dict):
@@ -470,6 +479,15 @@ class _Resolver:
         """instances: {within: P}: P is another declared lock with instances of its own, and
         following within: from any lock never comes back to it."""
         for lid, lock in locks.items():
+            if lock.instance_order == "none":
+                self.err(
+                    "LD003",
+                    self.ld.loc(("locks", lid, "instances", "order")),
+                    f"lock '{lid}' declares its instance order as 'none', which is the word for "
+                    "a loop whose iterations come in no order",
+                    "name the order the code sorts by, e.g. order: ascending id, or remove "
+                    "order: if the code has none",
+                )
             parent = lock.within
             if parent is None:
                 continue
@@ -705,6 +723,8 @@ class _Resolver:
                 take = self.take(doc, p, raw, locks, ctx)
                 if take is not None:
                     out.append(take)
+            elif "set" in raw:
+                out.extend(self.set_take(doc, p, raw, locks, ctx))
             elif "loop" in raw:
                 out.append(
                     m.Loop(
@@ -837,6 +857,71 @@ class _Resolver:
             changes_key=bool(raw.get("changes_key", False)),
             backend=raw.get("backend"),
         )
+
+    def set_take(
+        self,
+        doc: Document,
+        p: tuple[str | int, ...],
+        raw: dict[str, Any],
+        locks: dict[str, m.Lock],
+        ctx: _PathCtx,
+    ) -> list[m.Step]:
+        """set: [a, b]: one statement takes every element, in no order the code controls. In
+        the model it is alternatives, one per order of the elements (so the analysis needs no
+        case of its own), that remember the set (so the page shows one step)."""
+        elements = raw["set"]
+        if len(elements) > MAX_SET:
+            self.err(
+                "LD030",
+                doc.loc((*p, "set"), key=True),
+                f"this set takes {len(elements)} locks in one statement; lockdocs follows at "
+                f"most {MAX_SET} (every order of them: {math.factorial(MAX_SET)} alternatives)",
+                "declare the instances of one lock as a loop: with order: none, or split the "
+                "set where the code takes some of its locks in statements of their own",
+            )
+            return []
+        takes: list[m.Take] = []
+        seen: dict[tuple[str, str | None], int] = {}
+        for j, item in enumerate(elements):
+            ip = (*p, "set", j)
+            one = {"take": item} if isinstance(item, str) else dict(item)
+            for field in ("mode", "via", "option", "try", "implicit", "backend"):
+                if field in raw and field not in one:
+                    one[field] = raw[field]
+            take = self.take(doc, ip, one, locks, ctx)
+            if take is None:
+                continue
+            lock = locks[take.lock]
+            who = (take.lock, None if lock.singleton else take.instance)
+            if who in seen:
+                self.err(
+                    "LD030",
+                    doc.loc(ip),
+                    f"element {j + 1} of this set takes the same "
+                    + ("lock" if lock.singleton else "instance")
+                    + f" of '{take.lock}' as element {seen[who] + 1}",
+                    "name two distinct rows of one lock with instance: on each element (take: "
+                    f"{take.lock}, instance: a), or list the lock once",
+                )
+                continue
+            seen[who] = j
+            takes.append(take)
+        if len(takes) < 2:
+            return list(takes)
+        names = [t.lock + (f" {t.instance}" if t.instance else "") for t in takes]
+        alternatives = tuple(
+            (" then ".join(names[i] for i in order), tuple(takes[i] for i in order))
+            for order in itertools.permutations(range(len(takes)))
+        )
+        return [
+            m.Branches(
+                alternatives,
+                doc.loc(p),
+                raw.get("note"),
+                raw.get("backend"),
+                statement=tuple(takes),
+            )
+        ]
 
     def paths(
         self,

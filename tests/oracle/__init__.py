@@ -10,7 +10,7 @@ live server by tests/test_pg_oracle.py.
 
 from .explore import Deadlock, Hop, Options, Result, explore
 from .render import render, write
-from .spec import Branch, Call, Commit, Lock, Loop, Path, Spec, Take
+from .spec import Branch, Call, Commit, Lock, Loop, Path, Set, Spec, Take
 
 __all__ = [
     "Branch",
@@ -23,6 +23,7 @@ __all__ = [
     "Options",
     "Path",
     "Result",
+    "Set",
     "Spec",
     "Take",
     "explore",

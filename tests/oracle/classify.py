@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from .compare import Finding
 from .conflicts import self_compatible
 from .explore import Deadlock, Options
-from .spec import Branch, Call, Commit, Loop, Spec, Take
+from .spec import Branch, Call, Commit, Loop, Set, Spec, Take
 
 
 @dataclass(frozen=True)
@@ -102,6 +102,8 @@ def occurrences(spec: Spec, path: str) -> list[Occurrence]:
             elif isinstance(st, Branch):
                 for alt in st.alternatives:
                     walk(alt, loop, order, depth)
+            elif isinstance(st, Set):  # its takes, once each, in the order written
+                walk(st.takes, loop, order, depth)
             elif isinstance(st, Call) and depth < 16:
                 walk(spec.path(st.path).steps, loop, order, depth + 1)
             elif isinstance(st, Commit):

@@ -46,7 +46,7 @@ import itertools
 from dataclasses import dataclass, field
 
 from .conflicts import waits
-from .spec import Branch, Call, Commit, Loop, Path, Spec, Take
+from .spec import Branch, Call, Commit, Loop, Path, Set, Spec, Take
 
 LABELS = ("a", "b")
 
@@ -182,6 +182,11 @@ class _Compiler:
                 self._steps(st.body, code, True, depth)
                 code.append(("jump", nxt))
                 code[nxt] = ("loop_next", len(code))
+            elif isinstance(st, Set):
+                # every order the statement may grant its takes in is an alternative, chosen
+                # before it starts (a statement does not reorder its scan when a row is taken)
+                orders = tuple(tuple(p) for p in itertools.permutations(st.takes))
+                self._steps((Branch(orders),), code, in_loop, depth)
             elif isinstance(st, Branch):
                 at = len(code)
                 code.append(("branch", ()))

@@ -7,11 +7,13 @@ The mapping, one construct at a time:
   they are one row; memory locks likewise; a table lock is `kind: table` (one lock). Every lock
   with instances declares its own order, `instances: {order: ascending <name> id}`.
 - a sorted loop over the instances of class C: `loop:` with `order: ascending C id` (C's
-  declared order, which makes C the loop's element lock); an arbitrary one: `order: arbitrary`.
+  declared order, which makes C the loop's element lock); an arbitrary one: `order: none`.
 - a labelled take: `instance: a` / `instance: b`; `again`: `again: true`; a call: `run:`; a
   commit: `commit`.
 - a class within a parent: `instances: {order: ..., within: <parent>}`; a take under the
   parent labelled a: `under: a`; a try: `try: gives up`.
+- a set (one statement, several takes, any order): `set:` with one `{take, mode, instance,
+  under}` per take; an arbitrary loop is `order: none` (the iterations come in no order).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path as FsPath
 
 import yaml
 
-from .spec import Branch, Call, Commit, Loop, Spec, Step, Take
+from .spec import Branch, Call, Commit, Loop, Set, Spec, Step, Take
 
 
 def sorted_order(lock: str) -> str:
@@ -80,9 +82,19 @@ def _step(st: Step) -> object:
         sorted_by = st.order == "sorted" and st.by is not None
         return {
             "loop": f"each {st.by}" if st.by else "each item",
-            "order": sorted_order(st.by) if sorted_by and st.by else "arbitrary",
+            "order": sorted_order(st.by) if sorted_by and st.by else "none",
             "steps": [_step(s) for s in st.body],
         }
+    if isinstance(st, Set):
+        elements: list[dict[str, object]] = []
+        for t in st.takes:
+            e: dict[str, object] = {"take": t.lock, "mode": t.mode}
+            if t.label:
+                e["instance"] = t.label
+            if t.under:
+                e["under"] = t.under
+            elements.append(e)
+        return {"set": elements}
     if isinstance(st, Branch):
         return {
             "branches": {

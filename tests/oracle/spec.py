@@ -70,6 +70,15 @@ class Take:
 
 
 @dataclass(frozen=True)
+class Set:
+    """One statement that takes every one of `takes` (distinct locks, or the instances a and b
+    of one class), granted one at a time in an order the statement picks: any order. It waits
+    where its next take conflicts, holding the ones it was granted."""
+
+    takes: tuple[Take, ...]
+
+
+@dataclass(frozen=True)
 class Loop:
     """Repeat `body` once per element of a set of instances of class `by` (any subset, the
     empty one too): `sorted` visits them in ascending order, `arbitrary` in any order."""
@@ -98,7 +107,7 @@ class Commit:
     """End the transaction (its transaction-scoped locks go) and go on in a new one."""
 
 
-Step = Take | Loop | Branch | Call | Commit
+Step = Take | Set | Loop | Branch | Call | Commit
 
 
 @dataclass(frozen=True)

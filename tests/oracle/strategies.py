@@ -13,7 +13,8 @@ Issue 14's constructs come last (`constructs`), drawn after the spec's shape so 
 stay those drawn before they existed: now and then a take becomes a try (on any kind: it gives
 up when the lock is taken), and one class's instances belong to another's (`within`), with
 paths that begin by taking the parent and then its children (in a loop, or one; sometimes
-under a labelled parent).
+under a labelled parent); last, now and then a path gets a set (one statement taking two or
+three locks, or the instances a and b of one class, in any order), at the top or in a loop.
 """
 
 from __future__ import annotations
@@ -22,7 +23,20 @@ from dataclasses import replace
 
 from hypothesis import strategies as st
 
-from .spec import ROW_MODES, TABLE_MODES, Branch, Call, Commit, Lock, Loop, Path, Spec, Step, Take
+from .spec import (
+    ROW_MODES,
+    TABLE_MODES,
+    Branch,
+    Call,
+    Commit,
+    Lock,
+    Loop,
+    Path,
+    Set,
+    Spec,
+    Step,
+    Take,
+)
 
 _ADVISORY_MODES = [("exclusive",), ("shared",), ("shared", "exclusive")]
 
@@ -214,7 +228,49 @@ def constructs(draw: st.DrawFn, spec: Spec) -> Spec:
         if child is not None and n == 0:
             steps = (*draw(parent_block(lks, child)), *steps)
         paths.append(Path(p.name, steps, p.standalone))
+    # sets come after every other draw, so the specs drawn before them stay as they were
+    for n, p in enumerate(paths):
+        if _one_in(draw, 5):
+            paths[n] = Path(p.name, draw(with_set(lks, p.steps)), p.standalone)
     return Spec(lks, tuple(paths))
+
+
+@st.composite
+def set_take(draw: st.DrawFn, lks: tuple[Lock, ...]) -> Set | None:
+    """Two or three takes of one statement: distinct locks (not in-process ones), or the
+    instances a and b of one class."""
+    usable = [lk for lk in lks if lk.kind != "memory"]
+    if not usable:
+        return None
+    classes = [lk for lk in usable if not lk.singleton]
+    if classes and _one_in(draw, 4):
+        lk = draw(st.sampled_from(classes))
+        return Set(
+            tuple(Take(lk.name, draw(st.sampled_from(lk.modes)), label) for label in ("a", "b"))
+        )
+    if len(usable) < 2:
+        return None
+    k = 3 if len(usable) > 2 and _one_in(draw, 4) else 2
+    chosen = draw(st.permutations(usable))[:k]
+    return Set(tuple(Take(lk.name, draw(st.sampled_from(lk.modes))) for lk in chosen))
+
+
+@st.composite
+def with_set(draw: st.DrawFn, lks: tuple[Lock, ...], steps: tuple[Step, ...]) -> tuple[Step, ...]:
+    """`steps` with a set inserted at the top, or in the body of the first loop."""
+    one = draw(set_take(lks))
+    if one is None:
+        return steps
+    loops = [i for i, s in enumerate(steps) if isinstance(s, Loop)]
+    if loops and _one_in(draw, 3):
+        i = loops[0]
+        loop = steps[i]
+        assert isinstance(loop, Loop)
+        at = draw(st.integers(0, len(loop.body)))
+        body = (*loop.body[:at], one, *loop.body[at:])
+        return (*steps[:i], replace(loop, body=body), *steps[i + 1 :])
+    at = draw(st.integers(0, len(steps)))
+    return (*steps[:at], one, *steps[at:])
 
 
 @st.composite

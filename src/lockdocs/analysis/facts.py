@@ -14,6 +14,7 @@ from functools import cached_property
 
 from lockdocs import model as m
 from lockdocs.analysis.flatten import Event, Held, Refusal, backends, flatten_all
+from lockdocs.diagnostics import Location
 
 
 @dataclass
@@ -29,6 +30,22 @@ class Facts:
     def has_parents(self) -> bool:
         """Does any lock declare instances: {within: ...} (a parent gate)?"""
         return any(lock.within for lock in self.model.locks.values())
+
+    @cached_property
+    def set_statements(self) -> dict[Location, tuple[m.Take, ...]]:
+        """The takes of each set take (`set: [a, b]`), by the location of each of them."""
+        out: dict[Location, tuple[m.Take, ...]] = {}
+        stack = [p.steps for p in self.model.paths.values()]
+        while stack:
+            for s in stack.pop():
+                if isinstance(s, m.Loop):
+                    stack.append(s.steps)
+                elif isinstance(s, m.Branches):
+                    for t in s.statement:
+                        out[t.location] = s.statement
+                    if not s.statement:
+                        stack.extend(alt for _, alt in s.alternatives)
+        return out
 
     @cached_property
     def backends(self) -> tuple[str | None, ...]:

@@ -177,8 +177,11 @@ def acquisition_sequence(
             elif isinstance(s, m.Loop):
                 inner = walk(s.steps, indent + "  ", depth)
                 if inner:
-                    order = f", {s.order}" if s.order else ""
+                    order = f", {'no order' if s.order == 'none' else s.order}" if s.order else ""
                     out += [f"{indent}each of {s.label}{order}:", *inner]
+            elif isinstance(s, m.Branches) and s.statement:
+                elements = ", ".join(f"{lock(t.lock)} {t.mode}" for t in s.statement)
+                out.append(f"{indent}in one statement, in no order: {elements}")
             elif isinstance(s, m.Branches):
                 for name, alt in s.alternatives:
                     inner = walk(alt, indent + "  ", depth)

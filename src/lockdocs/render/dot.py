@@ -192,7 +192,9 @@ class _Writer:
         if isinstance(step, m.Loop):
             self.count += 1
             name = dot_str(f"cluster_{self.prefix}:{self.count}")
-            order = order_words(step.order) or "no declared order"
+            order = (
+                "no order" if step.order == "none" else order_words(step.order)
+            ) or "no declared order"
             self.lines.append(f"{indent}subgraph {name} {{")
             inner = indent + "  "
             self.lines.append(
@@ -212,6 +214,19 @@ class _Writer:
                 )
             self.lines.append(f"{indent}}}")
             return first, body_exits
+        if isinstance(step, m.Branches) and step.statement:
+            # a set take: one node for the statement, from the set (not its orders)
+            label = ["in one statement,", "in no order:"]
+            for t in step.statement:
+                lock = self.model.locks[t.lock]
+                name = lock.title + (f" ({t.instance})" if t.instance else "")
+                label += [*wrap(name, 22), mode_label(lock.kind, t.mode, t.option)]
+            nid = self.node(
+                label,
+                [("shape", "box"), ("style", '"filled,rounded"'), ("fillcolor", f'"{STEP_FILL}"')],
+                indent,
+            )
+            return nid, [(nid, None)]
         if isinstance(step, m.Branches):
             fork = self.node(
                 wrap(step.note or "one of", 20),

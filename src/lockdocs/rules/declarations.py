@@ -30,6 +30,15 @@ paths:
 """
 
 
+# An advisory lock beside the ledger row, and a path that takes it (LD006's example).
+_BOOKS = (
+    _LOCKS
+    + "  books:\n    title: Books lock\n    kind: advisory\n"
+    + "    key: {hashtextextended: {text: books}}\n    modes: {exclusive: the nightly close}\n"
+)
+_CLOSE = "  close:\n    title: Close the books\n    steps:\n      - take: books\n"
+
+
 def _doc(
     code: str,
     name: str,
@@ -108,8 +117,16 @@ _doc(
     "UPDATE; table: the eight LOCK TABLE modes; memory: shared/exclusive) and the lock's modes; "
     "also `option:` (NOWAIT, SKIP LOCKED) on a lock that is not a row lock, where a take that "
     "never waits is declared with `try:`, and `option:` and `try:` on one take.",
-    "The analysis decides conflicts from modes; a wrong mode gives a wrong answer.",
-    {"locks.yaml": _LOCKS, "paths/ledger.yaml": _PATH + "        mode: exclusive\n"},
+    "The analysis decides conflicts from modes; a wrong mode gives a wrong answer, and a "
+    "NOWAIT on an advisory lock says nothing Postgres can do (pg_try_advisory_xact_lock is how "
+    "such a take never waits).",
+    {"locks.yaml": _BOOKS, "paths/ledger.yaml": _PATH + _CLOSE + "        option: nowait\n"},
+    {
+        "locks.yaml": _BOOKS,
+        "paths/ledger.yaml": _PATH
+        + _CLOSE
+        + "        via: pg_try_advisory_xact_lock\n        try: the close waits for the next night\n",
+    },
 )
 _doc(
     "LD007",
@@ -158,4 +175,19 @@ _doc(
     "message, and a build must not write or delete anything outside the project.",
     {"locks.yaml": _LOCKS + "paths: ../shared-paths\n", "paths/ledger.yaml": _PATH},
     {"locks.yaml": _LOCKS + "paths: paths\n", "paths/ledger.yaml": _PATH},
+)
+_doc(
+    "LD030",
+    "set-take",
+    "A set take (`set:`) with more than four elements, or one that names an element twice.",
+    "A `set:` step takes its elements in one statement, in no order the code controls, and the "
+    "analysis follows every order of them: at most four elements (24 orders). Two elements "
+    "are distinct locks, or distinct instances of one lock named with `instance:`.",
+    "Five elements would be 120 orders per step; a statement that locks that many things is "
+    "better declared as a loop with `order: none` over the instances of one lock. An element "
+    "listed twice is one lock the statement takes once, which is a typo.",
+    {
+        "locks.yaml": _LOCKS,
+        "paths/ledger.yaml": _PATH.replace("      - take: ledger", "      - set: [ledger, ledger]"),
+    },
 )

@@ -263,7 +263,12 @@ def sorted_instances(ctx: Context) -> Iterable[Diagnostic]:
                 if e.ordered or e.path in seen:
                     continue
                 seen.add(e.path)
-                how = f"in {e.order}" if e.order else "in no declared order"
+                if e.location in ctx.set_statements:
+                    how = "in one statement, in no order (a set: take)"
+                elif e.order == "none":
+                    how = "in no order (order: none)"
+                else:
+                    how = f"in {e.order}" if e.order else "in no declared order"
                 yield finding(
                     "LD503",
                     r,

@@ -114,9 +114,28 @@ def _queue(cycle: Cycle) -> str:
     return ""
 
 
+def _set(ctx: Context, cycle: Cycle) -> str:
+    """A hop inside one set take (`set: [a, b]`): the statement takes its locks in no order,
+    so no reordering of the declaration helps; splitting the statement does."""
+    for e in cycle.edges:
+        statement = ctx.set_statements.get(e.location)
+        if not statement:
+            continue
+        if not any(t.lock == e.src and t.location.line == e.held_at for t in statement):
+            continue
+        names = ", ".join(dict.fromkeys(t.lock for t in statement))
+        return (
+            f"'{e.path}' takes {names} in one statement, in no order it controls: take "
+            f"{e.dst} first in a statement of its own (for rows, a SELECT ... FOR UPDATE of "
+            "that table alone, or FOR UPDATE OF only the tables that need it) and declare the "
+            "takes in that order"
+        )
+    return ""
+
+
 def cycle_hint(ctx: Context, cycle: Cycle) -> str:
     """The hint of an LD201 finding."""
-    first = _queue(cycle) or _across_iterations(cycle)
+    first = _queue(cycle) or _across_iterations(cycle) or _set(ctx, cycle)
     parts = [
         p for p in (first, _no_key_update(ctx, cycle), "" if first else _reorder(ctx, cycle)) if p
     ]

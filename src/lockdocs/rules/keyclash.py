@@ -24,7 +24,8 @@ from lockdocs.rules.registry import rule
     summary="Two fixed or constant keys are the same lock.",
     what=(
         "Computes every fixed-name and constant key exactly (Postgres's hashtext and "
-        "hashtextextended, reproduced bit for bit) and compares their lock tags, so a "
+        "hashtextextended, reproduced bit for bit, and an application's crc32 or FNV-1a hash "
+        "of a fixed text, with its multiplier) and compares their lock tags, so a "
         "hashtext value widened to bigint meets a bigint constant, and an int4 pair never "
         "meets a bigint. A constant inside the range that a family fills (hashtext's 32 bits, "
         "an oid's or a 32-bit application hash's [0, 2^32), a raw bigint id's every value) "
@@ -37,13 +38,19 @@ from lockdocs.rules.registry import rule
   registry:
     title: Registry
     kind: advisory
-    key: {constant: {value: 7}}
+    key: {constant: {value: 1764327054}}
     modes: {exclusive: allocations}
-  billing:
-    title: Nightly billing
+  migrations:
+    title: Schema migrations
     kind: advisory
-    key: {constant: {value: 7}}
-    modes: {exclusive: the nightly job}
+    key:
+      application:
+        function: GenerateAdvisoryLockId
+        algorithm: crc32
+        multiplier: 1486364155
+        bits: 32
+        text: database_name
+    modes: {exclusive: the migrator}
 """,
     ),
     use_instead=locks_example(
@@ -52,13 +59,19 @@ from lockdocs.rules.registry import rule
   registry:
     title: Registry
     kind: advisory
-    key: {constant: {value: 7}}
+    key: {hashtextextended: {text: registry}}
     modes: {exclusive: allocations}
-  billing:
-    title: Nightly billing
+  migrations:
+    title: Schema migrations
     kind: advisory
-    key: {hashtextextended: {text: nightly-billing}}
-    modes: {exclusive: the nightly job}
+    key:
+      application:
+        function: GenerateAdvisoryLockId
+        algorithm: crc32
+        multiplier: 1486364155
+        bits: 32
+        text: database_name
+    modes: {exclusive: the migrator}
 """,
     ),
 )

@@ -116,7 +116,9 @@ def interleaving(locks: tuple[str, ...], edges: tuple[Edge, ...]) -> list[str]:
         "hold in conflicting modes) keeps the transactions apart, nor a parent: a lock declared "
         "`instances: {within: P}` whose instance each side takes while holding its P (the one "
         "taken last, or the one `under:` names) is one P's child, so both would hold that P, "
-        "which they cannot where their modes of it conflict. A lock with instances may "
+        "which they cannot where their modes of it conflict. A `set:` step (one statement that "
+        "locks several things in no order) is taken in every order, so it closes a cycle with "
+        "an ordered path, and with a second run of itself. A lock with instances may "
         "appear twice on a cycle (three transactions through two rows of it). Waits are the ones "
         "PostgreSQL 15 makes, which a live server confirms: a request waits for another "
         "transaction holding a conflicting mode; for a row, a request that has to wait first "
@@ -241,7 +243,9 @@ def _hops(cycle: Cycle) -> tuple[Related, ...]:
         "way round, with conflicting modes and no gate between them. The instances of a lock "
         "declared `instances: {within: P}` (a run's jobs), taken by both sides while they hold "
         "their P in conflicting modes, are one P's children, so the two never meet on them: "
-        "such a loop is not reported. A sorted loop that starts while the path still holds an "
+        "such a loop is not reported. A loop with `order: none` (the rows of one statement "
+        "without ORDER BY) and a `set:` of two named instances are in no order. A sorted loop "
+        "that starts while the path still holds an "
         "instance from before it (or from an earlier run of the same loop) is reported with "
         "that instance: it may sort after the ones the loop takes."
     ),
@@ -300,7 +304,13 @@ def check_instances(ctx: Context) -> Iterable[Diagnostic]:
             owner = e.through[-1] if e.through and len(takers) > 1 else e.path
             callers = [t for t in takers if t != owner] if len(takers) > 1 else []
             lock = ctx.model.locks[lock_id]
-            order = f"in {e.order}" if e.order else "in no declared order"
+            statement = ctx.set_statements.get(e.location)
+            if statement:
+                order = "in one statement, in no order (a set: take)"
+            elif e.order == "none":
+                order = "in no order (order: none)"
+            else:
+                order = f"in {e.order}" if e.order else "in no declared order"
             declared = (
                 f"the lock's declared order is {lock.instance_order}"
                 if lock.instance_order
@@ -336,6 +346,18 @@ def check_instances(ctx: Context) -> Iterable[Diagnostic]:
                     if lock.instance_order
                     else "declare instances: {order: ...} on the lock and take every instance in it"
                 )
+                if lock.instance_order and statement:
+                    hint = (
+                        f"take them one statement at a time in {lock.instance_order}, or in one "
+                        "statement that sorts them (SELECT ... ORDER BY ... FOR UPDATE) declared "
+                        f"as a loop: with order: {lock.instance_order}; or hold a gate lock"
+                    )
+                elif lock.instance_order and e.order == "none":
+                    hint = (
+                        f"sort them in {lock.instance_order} (ORDER BY in the statement that "
+                        f"takes them) and say so with order: {lock.instance_order}, or hold a "
+                        "gate lock"
+                    )
             if lock.within:
                 hint += (
                     f"; or hold their {lock.within} (the instance they belong to) in a mode "

@@ -196,8 +196,11 @@ def session_advisory(ctx: Context) -> Iterable[Diagnostic]:
     Severity.WARNING,
     summary="FOR UPDATE on a row other tables reference, where FOR NO KEY UPDATE would do.",
     what=(
-        "Reports a FOR UPDATE take of a lock declared referenced_by_foreign_keys when the step "
-        "does not say it changes a key or deletes (changes_key: true, implicit: DELETE)."
+        "Reports a FOR UPDATE take of a row lock that other tables reference (declared with "
+        "`references:`, or `referenced_by_foreign_keys: true`) when the step does not say it "
+        "changes a key or deletes (changes_key: true, implicit: DELETE). A `write:` step that "
+        "inserts into a referencing table (`insert: <table>`), or updates its key column "
+        "(`update: <table>` with `columns:`), takes the FOR KEY SHARE that waits for it."
     ),
     why=(
         "FOR UPDATE conflicts with the FOR KEY SHARE that every insert of a referencing row "
@@ -213,7 +216,8 @@ locks:
     title: Instance row
     kind: row
     table: app.instances
-    referenced_by_foreign_keys: true
+    references:
+      - {table: app.jobs, column: instance_id}
     modes: {for update: processing}
 """,
         "paths/instances.yaml": """\
@@ -223,6 +227,11 @@ paths:
     title: Process an instance
     steps:
       - take: instance
+  add-job:
+    title: Add a job to an instance
+    steps:
+      - write: job
+        insert: app.jobs
 """,
     },
     use_instead={

@@ -90,6 +90,8 @@ def _walk(steps: Iterable[m.Step]) -> Iterator[m.Step]:
         yield s
         if isinstance(s, m.Loop):
             yield from _walk(s.steps)
+        elif isinstance(s, m.Branches) and s.statement:
+            yield from s.statement  # a set take: each element once, not once per order
         elif isinstance(s, m.Branches):
             for _, alt in s.alternatives:
                 yield from _walk(alt)

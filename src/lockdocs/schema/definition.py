@@ -312,7 +312,10 @@ LOCK = _obj(
         "instances": _obj(
             "How several instances of the lock are taken in one transaction.",
             {
-                "order": _s("The one declared order, e.g. 'ascending pool_id'."),
+                "order": _s(
+                    "The one declared order, e.g. 'ascending pool_id' ('none' is reserved for "
+                    "a loop whose iterations come in no order)."
+                ),
                 "within": _s(
                     "The lock whose instances own this lock's instances: each job belongs to "
                     "one run, so `within: run`. A path that takes a job while it holds the "
@@ -565,6 +568,55 @@ def _step_schema() -> dict[str, Any]:
         },
         ["take"],
     )
+    element = {
+        "oneOf": [
+            _s("A lock id: taken in the set's mode."),
+            _obj(
+                "One element with its own mode, instance or parent.",
+                {
+                    "take": _s("A lock id."),
+                    "mode": _s("The mode; the set's mode when omitted.", enum=ALL_MODES),
+                    "instance": _s(
+                        "Names one instance of the lock; two elements of one lock name two "
+                        "distinct instances (SELECT ... WHERE id IN (a, b) FOR UPDATE)."
+                    ),
+                    "under": _s("For a lock within a parent: the parent instance, as on take:."),
+                },
+                ["take"],
+            ),
+        ]
+    }
+    set_take = _obj(
+        "Take several locks, or several named instances of one lock, in one statement with no "
+        "order the code controls (SELECT ... FROM a JOIN b ... FOR UPDATE without OF). The "
+        "analysis takes the elements in every order; the page shows one step. At most four "
+        "elements (LD030).",
+        {
+            "set": {
+                "type": "array",
+                "description": "The elements: lock ids, or mappings with take: and their own "
+                "mode, instance or under.",
+                "items": element,
+                "minItems": 2,
+            },
+            "mode": _s(
+                "The mode of every element that names none; each lock's only mode when omitted.",
+                enum=ALL_MODES,
+            ),
+            "via": VIA,
+            "note": _s("A note for the reader."),
+            "option": _s(
+                "nowait or skip locked, for every element.", enum=["nowait", "skip locked"]
+            ),
+            "try": _s(
+                "As on take: a statement that never waits, and what the code does when a lock "
+                "is not free.",
+                minLength=1,
+            ),
+            "implicit": _s("The statement that takes the locks implicitly (UPDATE ... FROM)."),
+        },
+        ["set"],
+    )
     loop = _obj(
         "Repeat steps for several instances.",
         {
@@ -573,7 +625,9 @@ def _step_schema() -> dict[str, Any]:
                 "The order of the iterations. The loop's element lock (the first lock taken in "
                 "the body whose declared instance order this is) follows it; another lock's "
                 "instances taken in the body come in no known order and may repeat (two "
-                "elements can share one)."
+                "elements can share one). `none`: the iterations come in no order at all, as "
+                "the rows of one statement without ORDER BY do (`SELECT pg_advisory_xact_lock(k) "
+                "FROM (subquery)`); ORDER BY on the lock's declared order makes it that order."
             ),
             "note": _s("A note."),
             "steps": steps,
@@ -653,6 +707,7 @@ def _step_schema() -> dict[str, Any]:
         ["release"],
     )
     others = [
+        set_take,
         loop,
         branches,
         run,

@@ -19,6 +19,7 @@ from lockdocs.schema.fastcheck import Validator
 
 STEP_KEYS = (
     "take",
+    "set",
     "loop",
     "branches",
     "run",
@@ -62,6 +63,11 @@ def _leaf_errors(error: Any) -> list[Any]:
     subschemas = error.schema.get("oneOf", [])
     if isinstance(inst, dict):
         present = [k for k in STEP_KEYS if k in inst]
+        objects = [i for i, sub in enumerate(subschemas) if sub.get("type") == "object"]
+        if len(objects) == 1 and len(subschemas) > 1 and not present:
+            # one mapping shape among strings (a set's element): its own errors say more
+            subs = [e for e in error.context if e.relative_schema_path[0] == objects[0]]
+            return [x for e in subs for x in _leaf_errors(e)] or [error]
         if len(present) == 1:
             for i, sub in enumerate(subschemas):
                 if present[0] in sub.get("properties", {}):
@@ -128,6 +134,9 @@ def _describe(error: Any, doc: Document) -> Diagnostic:
             hint = "say what the code does when the lock is not free (skips, retries, gives up)"
         else:
             hint = "write the text, or remove the field"
+    elif validator == "minItems" and path and path[-1] == "set":
+        message = f"a set takes several locks in one statement; this one lists {len(inst)}"
+        hint = "list two or more locks, or write a single lock as take:"
     elif validator in ("minProperties", "minItems"):
         message = "this must not be empty"
         hint = "add at least one entry, or remove the field"
@@ -137,6 +146,9 @@ def _describe(error: Any, doc: Document) -> Diagnostic:
     elif validator == "maxProperties":
         message = "only one of these may be given: " + ", ".join(sorted(inst))
         hint = "keep exactly one"
+    elif validator == "oneOf" and len(path) > 1 and path[-2] == "set":
+        message = f"{_type_name(inst)} is not an element of a set"
+        hint = "an element is a lock id, or a mapping {take: <lock>, mode: ..., instance: ...}"
     elif validator == "oneOf" and isinstance(inst, dict) and path and "steps" in path:
         present = [k for k in STEP_KEYS if k in inst]
         if not present:

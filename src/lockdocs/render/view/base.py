@@ -65,6 +65,8 @@ def walk(steps: tuple[m.Step, ...]) -> Iterable[m.Step]:
         yield s
         if isinstance(s, m.Loop):
             yield from walk(s.steps)
+        elif isinstance(s, m.Branches) and s.statement:
+            yield from s.statement  # a set take: each element once, not once per order
         elif isinstance(s, m.Branches):
             for _, alt in s.alternatives:
                 yield from walk(alt)

@@ -52,6 +52,10 @@ class StepView:
     write_how: str | None = None  # "inserts into" | "updates"
     columns: tuple[str, ...] = ()
     fk_untouched: tuple[tuple[Link, str], ...] = ()  # (parent lock, referencing column)
+    # for a loop with order: none: its iterations come in no order at all
+    no_order: bool = False
+    # for a set take: its elements, each a take line's facts (lock, instance, mode, marks)
+    elements: tuple[StepView, ...] = ()
 
 
 Located = dict[tuple[str, int, int], list[Event]]
@@ -100,15 +104,19 @@ class StepLines:
             evs = self.by_loc.get((loc.file, loc.line, loc.column), [])
             if isinstance(step, m.Take):
                 out.append(self.take_view(step, indent, marker, evs))
+            elif isinstance(step, m.Branches) and step.statement:
+                out.append(self.set_view(step, indent, marker))
             elif isinstance(step, m.Loop):
+                none = step.order == "none"
                 out.append(
                     StepView(
                         kind="loop",
                         indent=indent,
                         marker=marker,
                         label=step.label,
-                        order=order_words(step.order),
+                        order=None if none else order_words(step.order),
                         note=step.note,
+                        no_order=none,
                     )
                 )
                 open_tx = self.steps(step.steps, depth + 1, out, in_loop=True, open_tx=open_tx)
@@ -287,6 +295,27 @@ class StepLines:
             derived=step.derived,
             attempt=step.attempt,
             under=(ctx.lock_link(lock.within), step.under) if lock.within and step.under else None,
+        )
+
+    def set_view(self, step: m.Branches, indent: str, marker: str) -> StepView:
+        """A set take as the one statement it is, from the set the model keeps (not from the
+        alternatives, one per order, that the analysis walks)."""
+        elements = []
+        for take in step.statement:
+            loc = take.location
+            evs = self.by_loc.get((loc.file, loc.line, loc.column), [])
+            elements.append(self.take_view(take, "", "", evs))
+        first = step.statement[0]
+        return StepView(
+            kind="set",
+            indent=indent,
+            marker=marker,
+            via=first.via,
+            note=step.note,
+            implicit=first.implicit,
+            backend=step.backend,
+            attempt=first.attempt,
+            elements=tuple(elements),
         )
 
     def untouched(self, step: m.Write) -> tuple[tuple[Link, str], ...]:
