@@ -110,3 +110,61 @@ def test_a_step_in_one_path_is_unchanged(tmp_path: Path) -> None:
         "ledger (for no key update)"
     ]
     assert ld302[0]["paths"] == ["settle"]
+
+
+CYCLE_PATHS = """\
+group: Money
+paths:
+  post-core:
+    title: Post core
+    standalone: false
+    steps:
+      - take: account
+      - take: ledger
+  a1: {title: A1, steps: [{run: post-core}]}
+  a2: {title: A2, steps: [{run: post-core}]}
+  a3: {title: A3, steps: [{run: post-core}]}
+  close:
+    title: Close a ledger
+    steps:
+      - take: ledger
+      - take: account
+  adjust:
+    title: Adjust
+    steps:
+      - take: ledger
+      - take: account
+  audit:
+    title: Audit, under the books lock
+    steps:
+      - take: books
+      - take: ledger
+      - take: account
+  post-books:
+    title: Post under the books lock
+    steps:
+      - take: books
+      - take: account
+      - take: ledger
+"""
+
+
+def test_one_cycle_report_lists_every_pair_of_paths(tmp_path: Path) -> None:
+    """Issue 14, item 8: a cycle is reported once, but every path that makes it is named, so
+    a second pair over the same locks does not stay hidden until the first is fixed. A shared
+    path is named once, with the paths that run it."""
+    locks = LOCKS.split("rules:", maxsplit=1)[0] + (
+        "  books:\n    title: Books\n    kind: advisory\n"
+        "    key: {hashtextextended: {text: books}}\n    modes: {exclusive: the books}\n"
+    )
+    root = write_project(tmp_path / "p", {"locks.yaml": locks, "paths/money.yaml": CYCLE_PATHS})
+    diags = _check(root).json()["diagnostics"]
+    (cycle,) = [d for d in diags if d["code"] == "LD201"]
+    details = cycle["details"]
+    at = details.index("Every path that can stand in for a hop (each makes the same deadlock):")
+    # audit and post-books both hold the books, which keeps the two apart, but each meets the
+    # other side of the reported pair, which holds no books
+    assert details[at + 1 : at + 3] == [
+        "  1. account -> ledger: post-books; post-core (run from a1, a2, a3)",
+        "  2. ledger -> account: adjust; audit; close",
+    ], details

@@ -513,6 +513,22 @@ def test_reductions_keep_every_deadlock(spec: Spec) -> None:
     assert reduced == {d.key for d in plain_result.deadlocks}
 
 
+def _has_set(spec: Spec) -> bool:
+    return "set" in constructs(spec)
+
+
+@settings(max_examples=30, deadline=None, derandomize=True, database=None)
+@given(specs().filter(_has_set))
+def test_set_orders_reduced_keep_every_deadlock(spec: Spec) -> None:
+    """Reduction (4), a set's free takes first, against every order of every set."""
+    reduced = {d.key for d in explore(spec, Options(max_txns=2, queue_txns=2)).deadlocks}
+    plain = Options(max_txns=2, queue_txns=2, reduce=False, max_states=200_000)
+    plain_result = explore(spec, plain)
+    if not plain_result.complete:
+        return
+    assert reduced == {d.key for d in plain_result.deadlocks}
+
+
 def test_render_is_loadable_yaml_for_every_construct() -> None:
     pool = Lock("pool", "row", False, (NKU, "for key share"))
     mem = Lock("mem", "memory", True, ("shared", "exclusive"))

@@ -36,8 +36,9 @@ with every other transaction's steps (a release does not: when it happens decide
 later row request must queue);
 (2) so does granting a (lock, mode) that no other transaction of the configuration ever requests
 in a conflicting mode; (3) transactions that run the same path are interchangeable, so a state
-is stored with its transactions sorted. `Options(reduce=False)` turns them all off; a test
-checks that the results agree.
+is stored with its transactions sorted; (4) a set's orders are explored with such takes first,
+as written (when one is granted changes nothing the others can do), and its other takes in
+every order. `Options(reduce=False)` turns them all off; tests check that the results agree.
 """
 
 from __future__ import annotations
@@ -184,9 +185,14 @@ class _Compiler:
                 code[nxt] = ("loop_next", len(code))
             elif isinstance(st, Set):
                 # every order the statement may grant its takes in is an alternative, chosen
-                # before it starts (a statement does not reorder its scan when a row is taken)
+                # before it starts (a statement does not reorder its scan when a row is taken);
+                # the branch remembers each alternative's order, by (lock, mode)
                 orders = tuple(tuple(p) for p in itertools.permutations(st.takes))
+                at = len(code)
                 self._steps((Branch(orders),), code, in_loop, depth)
+                written = tuple((self.lock_index[t.lock], t.mode) for t in st.takes)
+                meta = tuple(tuple((self.lock_index[t.lock], t.mode) for t in o) for o in orders)
+                code[at] = (*code[at], written, meta)
             elif isinstance(st, Branch):
                 at = len(code)
                 code.append(("branch", ()))
@@ -297,13 +303,30 @@ class Explorer:
         if op == "jump":
             return [(pi, int(ins[1]), labels, loops, held, ())]
         if op == "branch":
-            return [(pi, target, labels, loops, held, ()) for target in ins[1]]
+            targets = ins[1]
+            if len(ins) > 2 and self.opt.reduce:
+                targets = self._set_orders(pi, ins)
+            return [(pi, target, labels, loops, held, ()) for target in targets]
         if op == "commit":
             kept = tuple(h for h in held if self.keep[h[0]])
             return [(pi, pc + 1, self._forget_parents(labels, kept), loops, kept, ())]
         if op == "end":
             return [(pi, -1, self.no_labels, (), (), ())]
         raise AssertionError(ins)  # pragma: no cover
+
+    def _set_orders(self, pi: int, ins: tuple[object, ...]) -> tuple[int, ...]:
+        """The orders of a set worth exploring: its takes that no other transaction of the
+        configuration could conflict with come first, as written (granting one never waits and
+        holding it blocks nobody, so when it happens changes nothing the others can do), and
+        the others in every order."""
+        starts, written, meta = ins[1], ins[2], ins[3]
+        assert isinstance(starts, tuple) and isinstance(written, tuple)
+        assert isinstance(meta, tuple)
+        free = [x for x in written if x in self.independent.get(pi, set())]
+        kept = tuple(
+            s for s, order in zip(starts, meta, strict=True) if list(order[: len(free)]) == free
+        )
+        return kept or starts
 
     def _child(
         self,

@@ -250,7 +250,8 @@ def set_take(draw: st.DrawFn, lks: tuple[Lock, ...]) -> Set | None:
         )
     if len(usable) < 2:
         return None
-    k = 3 if len(usable) > 2 and _one_in(draw, 4) else 2
+    # three elements are six orders per transaction (the search's states grow with them)
+    k = 3 if len(usable) > 2 and _one_in(draw, 8) else 2
     chosen = draw(st.permutations(usable))[:k]
     return Set(tuple(Take(lk.name, draw(st.sampled_from(lk.modes))) for lk in chosen))
 
@@ -262,7 +263,7 @@ def with_set(draw: st.DrawFn, lks: tuple[Lock, ...], steps: tuple[Step, ...]) ->
     if one is None:
         return steps
     loops = [i for i, s in enumerate(steps) if isinstance(s, Loop)]
-    if loops and _one_in(draw, 3):
+    if loops and _one_in(draw, 5):
         i = loops[0]
         loop = steps[i]
         assert isinstance(loop, Loop)

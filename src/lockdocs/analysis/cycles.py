@@ -598,3 +598,28 @@ __all__ = [
     "gate",
     "instance_clashes",
 ]
+
+
+def stand_ins(ctx: Context, graph: LockGraph, cycle: Cycle) -> list[list[Edge]]:
+    """Per hop of `cycle`, every edge of the graph that can take that hop's place with the
+    other hops kept: the same two locks, a wait on the next hop's hold, a hold the previous
+    hop waits for, and no gate with any other hop. The witness is one of them. A cycle with a
+    hop on one lock (instances, an upgrade) or through a row's queue gets none: its hops are
+    not interchangeable that simply."""
+    edges = cycle.edges
+    k = len(edges)
+    if any(e.src == e.dst or e.queued for e in edges):
+        return []
+    out: list[list[Edge]] = []
+    for i, e in enumerate(edges):
+        prev, nxt = edges[i - 1], edges[(i + 1) % k]
+        others = [edges[j] for j in range(k) if j != i]
+        found = [
+            c
+            for c in graph.by_pair.get((e.src, e.dst), [])
+            if _waits(ctx, c, nxt)
+            and _waits(ctx, prev, c)
+            and not any(gate(ctx, c, o) for o in others)
+        ]
+        out.append(found or [e])
+    return out

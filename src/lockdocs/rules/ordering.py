@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from lockdocs import model as m
-from lockdocs.analysis.cycles import Cycle, gate, instance_clashes, parent_gated
+from lockdocs.analysis.cycles import Cycle, gate, instance_clashes, parent_gated, stand_ins
 from lockdocs.analysis.graph import Edge, parent_mode
 from lockdocs.analysis.proof import proof
 from lockdocs.diagnostics import Diagnostic, Location, Related, Severity
@@ -187,6 +187,7 @@ def check_cycles(ctx: Context) -> Iterable[Diagnostic]:
                 )
             details.append("One interleaving:")
             details.extend("  " + line for line in interleaving(tuple(names), cycle.edges))
+            details.extend(_stand_in_lines(ctx, backend, cycle, names))
             paths = tuple(dict.fromkeys(e.path for e in cycle.edges))
             first = cycle.edges[0]
             hops = _hops(cycle)
@@ -210,6 +211,44 @@ def check_cycles(ctx: Context) -> Iterable[Diagnostic]:
                 threads=tuple((hop,) for hop in hops),
                 extra={"proof": proof("cycle", cycle.edges)},
             )
+
+
+# The most paths named per hop in the list of stand-ins; the rest are counted.
+_MAX_STAND_INS = 12
+
+
+def _stand_in_lines(ctx: Context, backend: str | None, cycle: Cycle, names: list[str]) -> list[str]:
+    """Every path that can take a hop's place (one report per cycle, but no second pair of
+    paths over the same locks hidden behind the first): a shared path once, with the paths
+    that run it."""
+    per_hop = stand_ins(ctx, ctx.graph(backend), cycle)
+    k = len(cycle.edges)
+    lines: list[str] = []
+    for i, found in enumerate(per_hop):
+        runs: dict[str, set[str]] = {}
+        for c in found:
+            owner = c.through[-1] if c.through else c.path
+            runs.setdefault(owner, set())
+            if c.through:
+                runs[owner].add(c.path)
+        shown = [
+            owner + (f" (run from {', '.join(sorted(callers))})" if callers else "")
+            for owner, callers in sorted(runs.items())
+        ]
+        if len(shown) > _MAX_STAND_INS:
+            rest = len(shown) - _MAX_STAND_INS
+            shown = [*shown[:_MAX_STAND_INS], f"and {rest} more"]
+        lines.append(f"  {i + 1}. {names[i]} -> {names[(i + 1) % k]}: {'; '.join(shown)}")
+    witnesses = {(e.through[-1] if e.through else e.path) for e in cycle.edges}
+    more = any(
+        (c.through[-1] if c.through else c.path) not in witnesses or c.through
+        for found in per_hop
+        for c in found
+        if c not in cycle.edges
+    )
+    if not more:
+        return []
+    return ["Every path that can stand in for a hop (each makes the same deadlock):", *lines]
 
 
 def _hops(cycle: Cycle) -> tuple[Related, ...]:
