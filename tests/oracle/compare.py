@@ -93,7 +93,20 @@ class Comparison:
         return bool(self.findings) and not self.deadlocks
 
 
-def compare(deadlocks: list[Deadlock], findings: list[Finding]) -> Comparison:
+def _of_its_paths(f: Finding, d: Deadlock, shared: frozenset[str]) -> bool:
+    """Does `d` run on the paths `f` names? A finding at a step of a shared path (one that
+    only runs inside others) names that path and every path that runs it (one report per
+    cause), so the deadlock is one among those callers."""
+    named = set(f.paths)
+    if named & shared:
+        return bool(d.paths) and d.paths <= named - shared
+    return d.paths == named
+
+
+def compare(
+    deadlocks: list[Deadlock], findings: list[Finding], shared: frozenset[str] = frozenset()
+) -> Comparison:
+    """`shared`: the spec's paths that only run inside others."""
     missed = [d for d in deadlocks if not any(explains(f, d, strict=False) for f in findings)]
     other = [d for d in deadlocks if d not in missed and not any(explains(f, d) for f in findings)]
     unconfirmed = [f for f in findings if not any(explains(f, d, strict=False) for d in deadlocks)]
@@ -101,6 +114,6 @@ def compare(deadlocks: list[Deadlock], findings: list[Finding]) -> Comparison:
         f
         for f in findings
         if f not in unconfirmed
-        and not any(explains(f, d, strict=False) and d.paths == set(f.paths) for d in deadlocks)
+        and not any(explains(f, d, strict=False) and _of_its_paths(f, d, shared) for d in deadlocks)
     ]
     return Comparison(deadlocks, findings, missed, other, unconfirmed, wrong)
