@@ -201,7 +201,7 @@ def test_dot_timeout_from_the_command_line(tmp_path: Path) -> None:
             ("      - take: ledger\n", "      - take: ledger\n      - comit\n"),
             "paths/ledger.yaml:8:9: LD003 error: 'comit' is not a step\n"
             "  hint: did you mean 'commit'? (a step is the word commit or rollback, or a mapping "
-            "that starts with one of take:, loop:, branches:, run:, call:, external:, write:, "
+            "that starts with one of take:, set:, loop:, branches:, run:, call:, external:, write:, "
             "begin:, commit:, rollback:, leave_open:, release:)\n",
         ),
         (

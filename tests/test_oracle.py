@@ -19,8 +19,8 @@ search over concrete interleavings finds must be reported as LD201, LD202 or LD2
   same specs every run; the halves run on two cores at once under pytest -n; about a minute
   each on an idle core; LOCKDOCS_ORACLE_EXAMPLES=150 for a quick local run). `make fuzz`
   (`pytest -m fuzz`) draws 5,000 more with a fresh seed each time, in two halves
-  (LOCKDOCS_ORACLE_SEED=<n> to replay one). The oracle searches at most 50,000 states a spec
-  (SPEC_STATES).
+  (LOCKDOCS_ORACLE_SEED=<n> to replay one). The oracle searches at most 100,000 states a spec
+  (SPEC_STATES; 50,000 left one spec in eleven unfinished once sets and parents were drawn).
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ FUZZ_EXAMPLES = 5000
 # change): without a bound, the ten costliest of 1,000 specs took more than half the run (over a
 # million states each, and incomplete even so). A spec that hits it is counted as incomplete; the
 # deadlocks found in the states searched are still checked.
-SPEC_STATES = int(os.environ.get("LOCKDOCS_ORACLE_STATES", "50000"))
+SPEC_STATES = int(os.environ.get("LOCKDOCS_ORACLE_STATES", "100000"))
 
 NKU = "for no key update"
 ROW = Lock("account", "row", False, (NKU,))
@@ -842,7 +842,30 @@ FIXED_FN["maybe-mode-under-a-weaker-certain-one"] = Spec(
     ),
 )
 
-OPEN_FN = {}
+# Found by the default property once sets changed its sample (no set in it): p0 takes a child
+# of l1 under the instance labelled a, then a child under the path's one instance of l1. Those
+# are two children (of two runs' different parents); lockdocs reads both as the path's one l2
+# and the FOR NO KEY UPDATE as a re-take of the FOR UPDATE, so the cycle of two runs of p0 is
+# not reported. Open: flatten.py should key an unnamed child's instance by its parent.
+OPEN_FN = {
+    "child-under-two-parents": Spec(
+        (
+            Lock("l1", "advisory", False, ("shared", "exclusive"), "session"),
+            Lock("l2", "row", False, ("for update", NKU), within="l1"),
+        ),
+        (
+            Path(
+                "p0",
+                (
+                    Take("l1", "shared", "a"),
+                    Take("l2", "for update", under="a"),
+                    Take("l1", "shared"),
+                    Take("l2", NKU),
+                ),
+            ),
+        ),
+    ),
+}
 
 FIXED_FP = {
     # Void an invoice: lock its row FOR NO KEY UPDATE, take the mailer lock, then upgrade the
