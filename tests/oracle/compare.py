@@ -95,18 +95,18 @@ class Comparison:
 
 def _of_its_paths(f: Finding, d: Deadlock, shared: frozenset[str]) -> bool:
     """Does `d` run on the paths `f` names? A finding at a step of a shared path (one that
-    only runs inside others) names that path and every path that runs it (one report per
-    cause), so the deadlock is one among those callers."""
+    others run, whether or not it also runs alone) names that path and every path that runs
+    it (one report per cause), so the deadlock is one among those paths."""
     named = set(f.paths)
     if named & shared:
-        return bool(d.paths) and d.paths <= named - shared
+        return bool(d.paths) and d.paths <= named
     return d.paths == named
 
 
 def compare(
     deadlocks: list[Deadlock], findings: list[Finding], shared: frozenset[str] = frozenset()
 ) -> Comparison:
-    """`shared`: the spec's paths that only run inside others."""
+    """`shared`: the spec's paths that others run (see _of_its_paths)."""
     missed = [d for d in deadlocks if not any(explains(f, d, strict=False) for f in findings)]
     other = [d for d in deadlocks if d not in missed and not any(explains(f, d) for f in findings)]
     unconfirmed = [f for f in findings if not any(explains(f, d, strict=False) for d in deadlocks)]
