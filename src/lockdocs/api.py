@@ -9,14 +9,12 @@ from typing import TYPE_CHECKING, TextIO
 
 from lockdocs import colour
 from lockdocs import model as m
-from lockdocs.config import apply_overrides, severity_overrides
-from lockdocs.config import dot_timeout as configured
 from lockdocs.diagnostics import Diagnostic, Severity, sort_diagnostics
-from lockdocs.progress import Progress
 from lockdocs.project import build_model
 from lockdocs.report import REPORTERS
 
 if TYPE_CHECKING:
+    from lockdocs.progress import Progress
     from lockdocs.scan.decls import Coverage
 
 
@@ -55,6 +53,8 @@ def analyse_all(
 ) -> tuple[list[Diagnostic], Coverage | None]:
     """`analyse`, and the comparison with the SQL of `code:` when it is set (then also its
     coverage); without `code:` the scanner is not even imported."""
+    # The lazy boundary of the analysis: the checks and the settings that tune them.
+    from lockdocs.config import apply_overrides, severity_overrides
     from lockdocs.rules.catalog import load_all
     from lockdocs.rules.context import Context
     from lockdocs.rules.waivers import apply_waivers
@@ -99,6 +99,7 @@ def check(root: Path, *, drift: bool = True, svg: bool = True) -> CheckResult:
         return CheckResult(found, model, bad_input=True)
     result = CheckResult(sort_diagnostics(diags + found), model, coverage=coverage)
     if drift:
+        from lockdocs.config import apply_overrides, severity_overrides
         from lockdocs.render.drift import drift_diagnostics
         from lockdocs.render.targets import RenderError, output_diagnostics
 
@@ -135,6 +136,8 @@ def build(
     `dot_timeout` (seconds one diagram may take) overrides [tool.lockdocs] dot_timeout. A
     build that runs longer than a couple of seconds shows its progress on a terminal."""
 
+    from lockdocs.progress import Progress  # a thread that only a build may need
+
     err = err or sys.stderr
     with Progress(err) as progress:
         return _build(root, out, err, svg, dot_timeout, progress)
@@ -169,6 +172,8 @@ def _build(
         )
         return 2
     if dot_timeout is None:
+        from lockdocs.config import dot_timeout as configured
+
         dot_timeout = configured(root)
     return write_docs(
         root,

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import NamedTuple
 
 from lockdocs.commands import Format
-from lockdocs.commands.check import check, validate
 
 _FORMATS = ("text", "json", "github", "sarif")
 
@@ -93,6 +92,10 @@ def main() -> None:
 
             app()
             return
+        # The lazy boundary of the pipeline: only a run of check or validate loads it (the
+        # typer route loads the body of the command it parses, if any).
+        from lockdocs.commands.check import check, validate
+
         fmt = Format(plan.fmt)
         if plan.command == "check":
             sys.exit(check(plan.root, fmt, plan.drift, show_diff=plan.show_diff, svg=plan.svg))

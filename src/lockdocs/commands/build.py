@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lockdocs.api import build as run_build
-from lockdocs.commands import NoRoot, resolve_root
+from lockdocs.commands.common import NoRoot, resolve_root
 
 
 def build(root: Path | None, *, svg: bool, dot_timeout: float | None) -> int:

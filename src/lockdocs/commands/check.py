@@ -9,7 +9,8 @@ from pathlib import Path
 
 from lockdocs.api import check as run_check
 from lockdocs.api import load
-from lockdocs.commands import Format, NoRoot, emit, resolve_root, summary
+from lockdocs.commands import Format
+from lockdocs.commands.common import NoRoot, emit, resolve_root, summary
 from lockdocs.diagnostics import Diagnostic, printable
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import typer
 
 from lockdocs.api import load
-from lockdocs.commands import ExportFormat, NoRoot, resolve_root
+from lockdocs.commands import ExportFormat
+from lockdocs.commands.common import NoRoot, resolve_root
 from lockdocs.export import export_json
 from lockdocs.report import REPORTERS
 from lockdocs.rules.catalog import load_all

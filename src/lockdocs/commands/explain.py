@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 from lockdocs.api import check as run_check
-from lockdocs.commands import ExplainFormat, Format, LogFormat, NoRoot, emit, fail, resolve_root
+from lockdocs.commands import ExplainFormat, Format, LogFormat
+from lockdocs.commands.common import NoRoot, emit, fail, resolve_root
 from lockdocs.postgres.explain_output import FORMATTERS
 from lockdocs.postgres.explain_output import explain as run_explain
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import psycopg
 
 from lockdocs.api import check as run_check
-from lockdocs.commands import Format, NoRoot, ReplayFormat, emit, fail, resolve_root
+from lockdocs.commands import Format, ReplayFormat
+from lockdocs.commands.common import NoRoot, emit, fail, resolve_root
 from lockdocs.model import Model
 from lockdocs.postgres import present, run
 from lockdocs.postgres.driver import DriverError

@@ -106,6 +106,12 @@ LAZY: tuple[tuple[str, str, str], ...] = (
         "that the fast route of `check` and `validate` does not handle.",
     ),
     (
+        "lockdocs.entry",
+        "lockdocs.commands.check",
+        "The pipeline behind `check` and `validate`: `--version`, `--help` and the other "
+        "commands do not load it through the fast route.",
+    ),
+    (
         "lockdocs.cli",
         "lockdocs.commands",
         "Each command's body, loaded when that command runs: `--help`, `--version` and a "
@@ -115,6 +121,16 @@ LAZY: tuple[tuple[str, str, str], ...] = (
         "lockdocs.api",
         "lockdocs.rules",
         "The checks and the analysis they share: only `analyse` (check, build) runs them.",
+    ),
+    (
+        "lockdocs.api",
+        "lockdocs.config",
+        "pyproject.toml's settings (tomllib): `check` and `build` read them; `validate` does not.",
+    ),
+    (
+        "lockdocs.api",
+        "lockdocs.progress",
+        "The progress line's thread: only `build` shows one.",
     ),
     (
         "lockdocs.api",
@@ -150,9 +166,21 @@ LAZY: tuple[tuple[str, str, str], ...] = (
         "Every rule module: only when a setting names a rule code, to check the code.",
     ),
     (
+        "lockdocs.report.where",
+        "lockdocs.config",
+        "pyproject.toml's settings (tomllib): only a report that names files from the "
+        "repository's top (JSON, GitHub, SARIF) reads them.",
+    ),
+    (
         "lockdocs.report",
         "lockdocs.report.sarif",
         "SARIF and the rule docs it embeds: only for `--format sarif`.",
+    ),
+    (
+        "lockdocs.render.svg",
+        "concurrent.futures",
+        "The threads that draw many diagrams at once (and the logging they import): the drift "
+        "check only reads the stamps of the SVGs.",
     ),
 )
 
@@ -320,6 +348,11 @@ def _under(module: str, prefix: str) -> bool:
 def lazy_boundary(imp: Import) -> tuple[str, str, str] | None:
     """The entry of LAZY that allows a function-level import, or None."""
     return next((b for b in LAZY if _under(imp.src, b[0]) and _under(imp.dst, b[1])), None)
+
+
+def lazy_allowed(module: str, imported: str) -> bool:
+    """Does a lazy boundary allow `module` to import `imported` inside a function?"""
+    return any(_under(module, src) and _under(imported, dst) for src, dst, _ in LAZY)
 
 
 def scattered(found: list[Import]) -> list[Import]:

@@ -13,7 +13,6 @@ import re
 import shutil
 import subprocess
 from collections.abc import Callable
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 
 STAMP = "lockdocs-dot-sha256"
 _STAMP_RE = re.compile(r"<!-- " + STAMP + r": ([0-9a-f]{64}) -->")
@@ -232,6 +231,9 @@ def render_svgs(
 ) -> dict[str, str]:
     """A stamped SVG for each DOT ({name: DOT} -> {name: SVG}), one `dot` run per core at a
     time. `progress(done, total)` is called as diagrams finish. Raises GraphvizError."""
+    # The lazy boundary of the drawing threads: a check reads stamps only.
+    from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+
     if not dots:
         return {}
 

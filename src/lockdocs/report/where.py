@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from lockdocs.config import pyproject_settings
-
 
 @dataclass(frozen=True)
 class Where:
@@ -64,6 +62,9 @@ def rules_url(root: Path, from_locks: str | None) -> str | None:
     """locks.yaml's `rules_url`, else [tool.lockdocs] rules_url in pyproject.toml."""
     if from_locks:
         return from_locks
+
+    # The lazy boundary of the settings: a text report never reads pyproject.toml.
+    from lockdocs.config import pyproject_settings
 
     settings: dict[str, Any] = pyproject_settings(root)[0]
     value = settings.get("rules_url")

@@ -1,0 +1,84 @@
+"""What the command bodies share: finding the project, writing a report with its summary
+line, and a usage error in plain words."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lockdocs import colour
+from lockdocs.commands import Format
+from lockdocs.project import RootNotFound, find_root
+from lockdocs.report import HERE, REPORTERS, json_report
+from lockdocs.report.where import for_project
+
+if TYPE_CHECKING:
+    from lockdocs.diagnostics import Diagnostic
+
+
+class NoRoot(Exception):
+    """No project folder: a usage error (exit 2), already explained on stderr."""
+
+
+def resolve_root(root: Path | None) -> Path:
+    try:
+        if root is not None:
+            if not (root / "locks.yaml").is_file():
+                raise RootNotFound(f"no locks.yaml in {root}")
+            return root.resolve()
+        return find_root(Path.cwd())
+    except RootNotFound as exc:
+        sys.stderr.write(
+            f"lockdocs: {exc}\n"
+            "hint: run it inside a project, pass --root DIR, or start one with 'lockdocs init'\n"
+        )
+        raise NoRoot from None
+
+
+def emit(
+    diags: list[Diagnostic],
+    fmt: Format,
+    summary: str,
+    root: Path | None = None,
+    rules_url: str | None = None,
+    extra: dict[str, Any] | None = None,
+) -> None:
+    """Write the report; JSON, GitHub and SARIF name files from the repository top. `extra`
+    adds top-level keys to the JSON (the coverage of the scanned SQL)."""
+    where = HERE
+    if root is not None and fmt is not Format.text:
+        where = for_project(root, rules_url)
+    if fmt is Format.json and extra:
+        sys.stdout.write(json_report(diags, summary, where, extra))
+        return
+    text = REPORTERS[fmt.value](diags, summary, where)
+    if fmt is Format.text:
+        colour.write(sys.stdout, text)
+        return
+    sys.stdout.write(text)
+
+
+def summary(diags: list[Diagnostic]) -> str:
+    counts: dict[str, int] = {}
+    waived = 0
+    for d in diags:
+        if d.waived_by:
+            waived += 1
+            continue
+        counts[d.severity.value] = counts.get(d.severity.value, 0) + 1
+    parts = [
+        f"{counts.get(s, 0)} {s}{'s' if counts.get(s, 0) != 1 and s != 'info' else ''}"
+        for s in ("error", "warning", "info")
+    ]
+    line = ", ".join(parts) + f", {waived} waived"
+    drifted = sum(1 for d in diags if "drift" in d.extra and not d.waived_by)
+    if drifted:
+        files = "generated file differs" if drifted == 1 else "generated files differ"
+        line += f"; {drifted} {files}: run lockdocs build"
+    return line
+
+
+def fail(message: str, hint: str = "") -> int:
+    sys.stderr.write(f"lockdocs: {message}\n" + (f"hint: {hint}\n" if hint else ""))
+    return 2
