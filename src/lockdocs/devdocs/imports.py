@@ -157,8 +157,8 @@ LAZY: tuple[tuple[str, str, str], ...] = (
     (
         "lockdocs.project",
         "lockdocs.rules.catalog",
-        "Every rule module, to check the rule code an exception names (today it is loaded "
-        "for every project, with exceptions or not).",
+        "Every rule module, to check the rule codes exceptions name: a project without "
+        "exceptions validates without loading a check.",
     ),
     (
         "lockdocs.config",
