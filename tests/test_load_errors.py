@@ -533,16 +533,25 @@ def test_alias_bomb_is_refused_fast_in_bounded_memory(tmp_path: Path) -> None:
     assert peak_mib < 400, peak_mib
 
 
-def test_text_that_starts_like_a_date_is_text() -> None:
-    # PyYAML resolves a plain scalar that starts like a date as a timestamp: "2020-01-01 ..."
-    # became a date (the rest dropped), "2020-99-99 ..." crashed the constructor (the fuzz run
-    # found it in a path's summary).
+def test_text_that_looks_like_a_date_is_text() -> None:
+    # The format has no dates: an unquoted 2020-01-01 is the text it reads as.
     from lockdocs.load import parse_text
 
-    for text in ("2020-99-99 the sync opens a plain transaction", "2020-01-01 the table moved"):
-        doc, diags = parse_text(f"notes: {text}\nwhen: 2020-01-01\n", "x.yaml")
-        assert doc is not None and diags == [], diags
-        assert doc.data == {"notes": text, "when": "2020-01-01"}
+    doc, diags = parse_text("notes: 2020-01-01\nwhen: 2020-01-01 10:00:00\n", "x.yaml")
+    assert doc is not None and diags == [], diags
+    assert doc.data == {"notes": "2020-01-01", "when": "2020-01-01 10:00:00"}
+
+
+def test_an_explicit_timestamp_that_is_none_is_ld001_not_a_traceback() -> None:
+    # The fuzz run: `!!timestamp` on text its pattern does not match made PyYAML's constructor
+    # raise AttributeError ('NoneType' object has no attribute 'groupdict').
+    from lockdocs.load import parse_text
+
+    for text in ("!!timestamp 2020-99-99 the sync opens a plain transaction", "!!timestamp x"):
+        doc, diags = parse_text(f"notes: {text}\n", "x.yaml")
+        assert [d.code for d in diags] == ["LD001"], diags
+        assert "is not a valid timestamp" in diags[0].message
+        assert (diags[0].location.line, diags[0].location.column) == (1, 8)
 
 
 @pytest.mark.parametrize("name", ["\\0", "paths\\0x", "pa\\tths", "\\e[31m"])

@@ -17,9 +17,23 @@ import yaml
 from lockdocs.diagnostics import Diagnostic, Location, Severity
 
 try:  # libyaml is about five times faster; fall back quietly when it is missing.
-    _Loader: Any = yaml.CSafeLoader
+    _Base: Any = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover - depends on the PyYAML build
-    _Loader = yaml.SafeLoader
+    _Base = yaml.SafeLoader
+
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
+
+
+class _Loader(_Base):  # type: ignore[misc]
+    """The format has no dates: a plain scalar that looks like one (`since: 2020-01-01`) is
+    text, as it reads, not a date the schema then refuses. An explicit `!!timestamp` is still
+    constructed, and refused as LD001 when it is not a valid one."""
+
+    yaml_implicit_resolvers = {
+        first: [(tag, regexp) for tag, regexp in resolvers if tag != _TIMESTAMP]
+        for first, resolvers in _Base.yaml_implicit_resolvers.items()
+    }
+
 
 MAX_FILE_BYTES = 4 * 1024 * 1024
 MAX_NODES = 500_000
@@ -36,7 +50,6 @@ MAX_WALK_ENTRIES = 100_000  # files and folders looked at under the paths folder
 JsonPath = tuple[str | int, ...]
 _STR = "tag:yaml.org,2002:str"
 _MERGE = "tag:yaml.org,2002:merge"
-_TIMESTAMP = "tag:yaml.org,2002:timestamp"
 
 
 @dataclass
@@ -145,16 +158,13 @@ class _Builder:
             return [self.build(v, (*path, i), depth + 1) for i, v in enumerate(node.value)]
         if node.tag == _STR:  # most scalars: no constructor needed
             return node.value
-        if node.tag == _TIMESTAMP:
-            # The format has no dates, and PyYAML resolves any plain scalar that starts like
-            # one ("2020-01-01 the table moved", "2020-99-99 ...") as a timestamp, which then
-            # truncates it or crashes: it is text.
-            return str(node.value)
         try:
             value = self.loader.construct_object(node, deep=True)
         except yaml.YAMLError as exc:
             raise _Refused("LD001", node, f"cannot read this value: {exc}", "quote it") from exc
-        except (ValueError, TypeError, OverflowError) as exc:  # `!!int abc`, 5,000 digits
+        # `!!int abc`, 5,000 digits; AttributeError: PyYAML's timestamp constructor on a value
+        # its pattern does not match (`!!timestamp 2020-99-99 the sync ...`, found by the fuzz run)
+        except (ValueError, TypeError, OverflowError, AttributeError) as exc:
             tag = str(node.tag).rsplit(":", 1)[-1]
             why = (
                 "it has more digits than any number lockdocs reads"
