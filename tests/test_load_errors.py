@@ -548,7 +548,7 @@ def test_an_explicit_timestamp_that_is_none_is_ld001_not_a_traceback() -> None:
     from lockdocs.load import parse_text
 
     for text in ("!!timestamp 2020-99-99 the sync opens a plain transaction", "!!timestamp x"):
-        doc, diags = parse_text(f"notes: {text}\n", "x.yaml")
+        _doc, diags = parse_text(f"notes: {text}\n", "x.yaml")
         assert [d.code for d in diags] == ["LD001"], diags
         assert "is not a valid timestamp" in diags[0].message
         assert (diags[0].location.line, diags[0].location.column) == (1, 8)
