@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import lockdocs.load as load_mod
-import lockdocs.project as project_mod
+import lockdocs.project.files as project_files
 from conftest import run_cli
 from lockdocs.api import load
 
@@ -59,7 +59,7 @@ def test_paths_and_steps_past_the_limit_stop_the_load_where_they_pass_it(
     """The real limits (50,000 paths, 500,000 steps) take a few seconds of parsing to reach;
     the counting is the same at any limit, so the test lowers it."""
     monkeypatch.setattr(load_mod, limit, 40)
-    monkeypatch.setattr(project_mod, limit, 40)  # the resolver's own binding of the limit
+    monkeypatch.setattr(project_files, limit, 40)  # the budget's own binding of the limit
     root = _project(tmp_path / "p", 5, 10, steps=2)
     model, diags = load(root)
     assert model is None

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, TextIO
 from lockdocs import colour
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Severity, sort_diagnostics
-from lockdocs.project import build_model
+from lockdocs.project.build import build_model
 from lockdocs.report import REPORTERS
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """The resolved model: frozen, typed objects with every reference checked.
 
-Built once by `project.build_model` from validated documents; the analysis, the rules and the
-renderers only read it.
+Built once by `project.build.build_model` from validated documents; the analysis, the rules
+and the renderers only read it.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ import typer
 from lockdocs.commands import DiffFormat, FailOn
 from lockdocs.diff import FORMATTERS, DiffInputError
 from lockdocs.diff import run as run_diff
-from lockdocs.project import RootNotFound, find_root
+from lockdocs.project.files import RootNotFound, find_root
 
 
 def diff(

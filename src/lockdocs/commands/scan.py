@@ -9,7 +9,7 @@ from pathlib import Path
 from lockdocs.api import load
 from lockdocs.commands import Format, ScanFormat
 from lockdocs.commands.common import NoRoot, emit, resolve_root
-from lockdocs.project import RootNotFound, find_root
+from lockdocs.project.files import RootNotFound, find_root
 from lockdocs.report import REPORTERS, diagnostic_json
 from lockdocs.scan import output
 from lockdocs.scan.compare import compare

@@ -155,7 +155,7 @@ LAZY: tuple[tuple[str, str, str], ...] = (
         "pglast's parser: only for a file that the scan cache does not hold.",
     ),
     (
-        "lockdocs.project",
+        "lockdocs.project.rules",
         "lockdocs.rules.catalog",
         "Every rule module, to check the rule codes exceptions name: a project without "
         "exceptions validates without loading a check.",

@@ -320,7 +320,7 @@ class StepLines:
 
     def untouched(self, step: m.Write) -> tuple[tuple[Link, str], ...]:
         """The foreign keys of an updated table whose column the update leaves alone: Postgres
-        checks none of them (see project.foreign_key_takes)."""
+        checks none of them (see project.steps.foreign_key_takes)."""
         if step.update is None or not step.columns:
             return ()
         return tuple(

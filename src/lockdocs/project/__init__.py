@@ -1,0 +1,13 @@
+"""Find the declaration files, load and validate them, and resolve them into one `Model`.
+
+Everything here returns diagnostics instead of raising: a run reports every problem in every
+file at once, sorted, and builds no model when any of them is an error.
+
+- `files`: find_root, the paths folder walk, load_documents and the project's limits.
+- `state`: the Resolver every section shares (documents, diagnostics, reference checks).
+- `locks`: the locks, their parents and replicas.
+- `steps`: a path's steps, sets and the foreign-key takes of writes.
+- `paths`: transaction kinds, groups and paths, and `run:` loops.
+- `rules`: rules and exceptions (the rule catalog only when there are exceptions).
+- `build`: build_model, the model assembled from the sections.
+"""

@@ -1,0 +1,127 @@
+"""The whole front end: build_model loads the documents and resolves them, section by
+section, into one `Model`; the page, `planned:`, `differences:` and `code:` are resolved here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path as FsPath
+
+from lockdocs import model as m
+from lockdocs.diagnostics import Diagnostic, Severity
+from lockdocs.project.files import LOCKS_FILE, load_documents
+from lockdocs.project.locks import check_parents, resolve_locks, resolve_replicas
+from lockdocs.project.paths import resolve_paths, resolve_transactions
+from lockdocs.project.rules import resolve_rules, resolve_waivers
+from lockdocs.project.state import Resolver, did_you_mean
+
+
+def resolve(rv: Resolver) -> m.Model | None:
+    """The model, or None when any section found an error (the sections run in this order,
+    which is the order of their diagnostics)."""
+    locks = resolve_locks(rv)
+    check_parents(rv, locks)
+    transactions = resolve_transactions(rv, locks)
+    paths, groups = resolve_paths(rv, locks, transactions)
+    rules = resolve_rules(rv, locks, transactions)
+    waivers = resolve_waivers(rv, rules, paths, locks)
+    page_raw = rv.data["page"]
+    planned = tuple(
+        m.Planned(p["issue"], p["title"], tuple(p.get("affects") or ()))
+        for p in rv.data.get("planned") or ()
+    )
+    for i, pl in enumerate(planned):
+        for j, a in enumerate(pl.affects):
+            if a not in locks and a not in paths:
+                rv.err(
+                    "LD004",
+                    rv.ld.loc(("planned", i, "affects", j)),
+                    f"'{a}' is neither a lock nor a path",
+                    did_you_mean(a, [*locks, *paths]),
+                )
+    code = resolve_code(rv)
+    differences = []
+    for i, raw in enumerate(rv.data.get("differences") or ()):
+        for j, pid in enumerate(raw.get("paths") or ()):
+            if pid not in paths:
+                rv.err(
+                    "LD004",
+                    rv.ld.loc(("differences", i, "paths", j)),
+                    f"unknown path '{pid}'",
+                    did_you_mean(pid, list(paths)),
+                )
+        for j, lid in enumerate(raw.get("locks") or ()):
+            rv.lock_ref(rv.ld, ("differences", i, "locks", j), lid, locks)
+        differences.append(
+            m.Difference(
+                raw["title"],
+                raw["why"],
+                raw.get("issue"),
+                tuple(raw.get("paths") or ()),
+                tuple(raw.get("locks") or ()),
+            )
+        )
+    if any(d.severity is Severity.ERROR for d in rv.diags):
+        return None
+    return m.Model(
+        root=str(rv.root),
+        page=m.Page(
+            title=page_raw["title"],
+            audience=page_raw.get("audience"),
+            summary=page_raw.get("summary"),
+            intro=page_raw.get("intro"),
+            output=page_raw.get("output", "database-locks.md"),
+            key_intro=page_raw.get("key_intro"),
+            order_intro=page_raw.get("order_intro"),
+        ),
+        locks=locks,
+        transactions=transactions,
+        paths=paths,
+        groups=groups,
+        rules=rules,
+        waivers=waivers,
+        planned=planned,
+        differences=tuple(differences),
+        issue_url=rv.data.get("issues"),
+        rules_url=rv.data.get("rules_url"),
+        checks={
+            code: "off" if value is False else str(value)
+            for code, value in (rv.data.get("checks") or {}).items()
+        },
+        files=(LOCKS_FILE, *(d.file for d in rv.path_docs)),
+        code=code,
+        replicas=resolve_replicas(rv, locks),
+        limits=m.Limits(**(rv.data.get("limits") or {})),
+    )
+
+
+def resolve_code(rv: Resolver) -> tuple[m.CodeGlob, ...]:
+    """The `code:` globs the scan reads; one that reaches outside the project is an error."""
+    out = []
+    for i, pattern in enumerate(rv.data.get("code") or ()):
+        loc = rv.ld.loc(("code", i))
+        parts = pattern.replace("\\", "/").split("/")
+        if pattern.startswith(("/", "\\")) or ".." in parts or ":" in parts[0]:
+            rv.err(
+                "LD003",
+                loc,
+                f"code: '{pattern}' reaches outside the project",
+                "write a pattern relative to the folder of locks.yaml, e.g. db/**/*.sql",
+            )
+            continue
+        out.append(m.CodeGlob(pattern, loc))
+    return tuple(out)
+
+
+def build_model(root: FsPath) -> tuple[m.Model | None, list[Diagnostic]]:
+    """The whole front end: files -> documents -> schema -> resolved model."""
+    locks_doc, path_docs, diags = load_documents(root)
+    if locks_doc is None:
+        return None, diags
+    if not path_docs and not any(d.severity is Severity.ERROR for d in diags):
+        pass  # a project may declare locks before any path
+    resolver = Resolver(root, locks_doc, path_docs)
+    model = resolve(resolver)
+    diags += resolver.diags
+    if any(d.severity is Severity.ERROR for d in diags):
+        return None, diags
+    return model, diags
