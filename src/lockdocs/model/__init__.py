@@ -1,0 +1,179 @@
+"""The resolved model: frozen, typed objects with every reference checked.
+
+Built once by `project.build.build_model` from validated documents; the analysis, the rules
+and the renderers only read it, as `m.X` from this package:
+
+- `locks`: keys, backends, takers, references, locks and transaction kinds.
+- `paths`: the steps (and the `Step` union), paths and groups.
+- here: the rest of what locks.yaml declares (rules, exceptions as `Waiver`, the page,
+  planned changes, known differences, `code:` globs, the analysis limits) and the `Model`
+  that holds it all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from lockdocs.diagnostics import Location
+from lockdocs.model.locks import (
+    Backend,
+    IntegerPart,
+    Key,
+    KeyText,
+    Lock,
+    Reference,
+    Taker,
+    TransactionKind,
+)
+from lockdocs.model.paths import (
+    NEVER_WAITS,
+    Begin,
+    Branches,
+    Call,
+    End,
+    External,
+    Group,
+    Loop,
+    Path,
+    Release,
+    Run,
+    Step,
+    Take,
+    Write,
+)
+
+__all__ = [
+    "NEVER_WAITS",
+    "Backend",
+    "Begin",
+    "Branches",
+    "Call",
+    "CodeGlob",
+    "Difference",
+    "End",
+    "External",
+    "Group",
+    "IntegerPart",
+    "Key",
+    "KeyText",
+    "Limits",
+    "Lock",
+    "Loop",
+    "Model",
+    "Page",
+    "Path",
+    "Planned",
+    "Reference",
+    "Release",
+    "Rule",
+    "Run",
+    "Step",
+    "Take",
+    "Taker",
+    "TransactionKind",
+    "Waiver",
+    "Write",
+]
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    title: str
+    location: Location
+    check: str | None  # first | before | sorted | scope | order | lock_before_write | None
+    params: tuple[tuple[str, object], ...] = ()
+    text: str | None = None
+    issues: tuple[int, ...] = ()
+
+    def param(self, name: str) -> object:
+        return dict(self.params).get(name)
+
+
+@dataclass(frozen=True)
+class Waiver:
+    """An exception in the declarations (named Waiver to keep clear of Python's Exception)."""
+
+    index: int
+    rule: str
+    why: str
+    location: Location
+    path: str | None = None
+    lock: str | None = None
+    issue: int | None = None
+    title: str | None = None
+    branch: str | None = None
+
+
+@dataclass(frozen=True)
+class Difference:
+    title: str
+    why: str
+    issue: int | None = None
+    paths: tuple[str, ...] = ()
+    locks: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Planned:
+    issue: int
+    title: str
+    affects: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Page:
+    title: str
+    audience: str | None = None
+    summary: str | None = None
+    intro: str | None = None
+    output: str = "database-locks.md"
+    key_intro: str | None = None
+    order_intro: str | None = None
+
+
+@dataclass(frozen=True)
+class CodeGlob:
+    """One `code:` pattern: where the project's SQL lives, relative to locks.yaml."""
+
+    pattern: str
+    location: Location
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on the analysis's work (locks.yaml `limits:`)."""
+
+    path_work: int = 250_000
+    cycle_search: int = 200_000
+
+
+@dataclass(frozen=True)
+class Model:
+    root: str
+    page: Page
+    locks: dict[str, Lock]
+    transactions: dict[str, TransactionKind]
+    paths: dict[str, Path]
+    groups: tuple[Group, ...]
+    rules: dict[str, Rule]
+    waivers: tuple[Waiver, ...]
+    planned: tuple[Planned, ...]
+    differences: tuple[Difference, ...] = ()
+    issue_url: str | None = None
+    checks: dict[str, str] = field(default_factory=dict)
+    rules_url: str | None = None  # the rules reference page, for links per rule (SARIF)
+    files: tuple[str, ...] = ()
+    code: tuple[CodeGlob, ...] = ()
+    # Server processes per backend (None: every backend); 1 unless locks.yaml says replicas:.
+    replicas: tuple[tuple[str | None, int], ...] = ()
+    limits: Limits = field(default_factory=Limits)
+
+    def replicas_on(self, backend: str | None) -> int:
+        found = dict(self.replicas)
+        return found.get(backend, found.get(None, 1))
+
+    def issue_link(self, number: int) -> str | None:
+        if not self.issue_url:
+            return None
+        return self.issue_url.replace("{number}", str(number))

@@ -1,0 +1,172 @@
+"""The locks of the model: advisory keys, backends, takers, the foreign keys into a row lock's
+table, the locks themselves, and the transaction kinds locks.yaml declares.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from lockdocs.diagnostics import Location
+
+
+@dataclass(frozen=True)
+class KeyText:
+    """hashtextextended / hashtext input: a fixed text, or a prefix and runtime parts."""
+
+    text: str | None = None
+    prefix: str | None = None
+    parts: tuple[str, ...] = ()
+    separator: str = ""
+    seed: int = 0
+    cardinality: int | None = None
+
+    @property
+    def fixed(self) -> bool:
+        return self.text is not None and not self.parts
+
+
+@dataclass(frozen=True)
+class IntegerPart:
+    """A raw integer used as (part of) a key as it is: an oid, a serial id."""
+
+    of: str
+    bits: int = 64
+
+
+@dataclass(frozen=True)
+class Key:
+    """How an advisory key is built; `value` is the exact bigint when it is computable."""
+
+    # hashtextextended | hashtext | constant | integer | int4pair | application
+    construction: str
+    text: KeyText | None = None
+    integer: IntegerPart | None = None  # integer keys
+    constant_value: int | None = None
+    constant_bytes: str | None = None
+    constant_name: str | None = None
+    function: str | None = None  # application keys
+    algorithm: str | None = None
+    declared_bits: int | None = None
+    multiplier: int | None = None
+    signed: bool | None = None
+    first: KeyText | IntegerPart | int | None = None
+    second: KeyText | IntegerPart | int | None = None
+    # Derived: the bigint (or for int4pair, None) and the Postgres lock tag when fixed.
+    value: int | None = None
+    pair: tuple[int, int] | None = None
+    tag: tuple[int, int, int] | None = None
+
+    @property
+    def fixed(self) -> bool:
+        return self.tag is not None
+
+    @property
+    def space(self) -> str:
+        return "int4 pair" if self.construction == "int4pair" else "bigint"
+
+    @property
+    def bits(self) -> int:
+        """Bits of entropy a family of this key spreads over."""
+        if self.construction == "hashtext":
+            return 32
+        if self.construction == "integer" and self.integer is not None:
+            return self.integer.bits
+        if self.construction == "application":
+            width = {"crc32": 32, "fnv-1a 32": 32}.get(self.algorithm or "", 64)
+            return min(self.declared_bits or 64, width)
+        return 64
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str
+    kind: str
+    table: str | None = None
+    mode: str | None = None
+    how: str | None = None
+    isolation: str | None = None
+    scope: str | None = None  # derived: the lock's scope on this backend
+
+
+@dataclass(frozen=True)
+class Taker:
+    name: str
+    kind: str | None = None
+    mode: str | None = None
+    via: tuple[str, ...] = ()
+    called_by: tuple[str, ...] = ()
+    module: str | None = None
+    note: str | None = None
+    location: Location | None = None
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A foreign key into the lock's table: rows of `table` point at it through `column`.
+    Inserting such a row, or updating the column, takes FOR KEY SHARE on the parent row."""
+
+    table: str
+    column: str | None = None  # None: not declared (an update is taken to set it)
+
+
+@dataclass(frozen=True)
+class Lock:
+    id: str
+    title: str
+    kind: str  # advisory | row | table | memory
+    scope: str  # transaction | session | process (memory locks only)
+    location: Location
+    key: Key | None = None
+    table: str | None = None
+    row: str | None = None
+    modes: tuple[tuple[str, str], ...] = ()
+    mode_text: str | None = None
+    options: tuple[str, ...] = ()
+    queue: bool = False
+    referenced_by_foreign_keys: bool = False
+    references: tuple[Reference, ...] = ()
+    singleton: bool = False
+    instance_order: str | None = None
+    # instances: {within: P}: every instance belongs to one instance of lock P (a job to a run).
+    within: str | None = None
+    # The key names an object of the whole cluster (a role), not of one database.
+    cluster_wide: bool = False
+    backends: tuple[Backend, ...] = ()
+    takers: tuple[Taker, ...] = ()
+    serializes: str | None = None
+    notes: str | None = None
+    issues: tuple[int, ...] = ()
+
+    @cached_property
+    def mode_names(self) -> tuple[str, ...]:
+        return tuple(m for m, _ in self.modes)
+
+    @property
+    def default_mode(self) -> str | None:
+        """The mode a step means when it names none: the lock's only declared mode."""
+        if len(self.modes) == 1:
+            return self.modes[0][0]
+        return None
+
+    def on(self, backend: str | None) -> tuple[str, str]:
+        """The lock's (kind, scope) on a backend."""
+        for b in self.backends:
+            if b.name == backend:
+                return b.kind, b.scope or self.scope
+        return self.kind, self.scope
+
+
+@dataclass(frozen=True)
+class TransactionKind:
+    id: str
+    location: Location
+    title: str | None = None
+    opened_by: str | None = None
+    first_lock: str | None = None
+    first_mode: str | None = None
+    isolation: str | None = None
+    lock_timeout: str | None = None  # None: no bound ("none")
+    on_timeout: str | None = None
+    notes: str | None = None
+    database: str | None = None  # None: the one default database

@@ -1,0 +1,155 @@
+"""The paths of the model: each kind of step (takes, loops, branches and sets, runs, calls,
+writes, transaction ends, releases), the `Step` union of them, paths and their groups.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lockdocs.diagnostics import Location
+
+# How a take can avoid waiting: NOWAIT fails at once (55P03), SKIP LOCKED skips the row, and a
+# try (pg_try_advisory_*, an error the code handles, an in-process check) returns "not free".
+NEVER_WAITS = ("nowait", "skip locked", "try")
+
+
+@dataclass(frozen=True)
+class Take:
+    lock: str
+    mode: str
+    location: Location
+    via: tuple[str, ...] = ()
+    note: str | None = None
+    instance: str | None = None
+    again: bool = False
+    order: str | None = None
+    option: str | None = None
+    implicit: str | None = None
+    changes_key: bool = False
+    backend: str | None = None
+    # A take the declarations imply (a foreign-key check): what it is derived from.
+    derived: str | None = None
+    # try: a take that never waits; what the code does when the lock is not free.
+    attempt: str | None = None
+    # For a lock `within:` a parent: the parent instance (its instance: name) this one is under.
+    under: str | None = None
+
+    @property
+    def how_it_avoids_waiting(self) -> str | None:
+        """nowait | skip locked | try, or None for a take that waits."""
+        return self.option or ("try" if self.attempt is not None else None)
+
+
+@dataclass(frozen=True)
+class Loop:
+    label: str
+    location: Location
+    steps: tuple[Step, ...]
+    order: str | None = None
+    note: str | None = None
+    backend: str | None = None
+
+
+@dataclass(frozen=True)
+class Branches:
+    alternatives: tuple[tuple[str, tuple[Step, ...]], ...]
+    location: Location
+    note: str | None = None
+    backend: str | None = None
+    # A set take (`set: [a, b]`): the takes of one statement, in no order the code controls.
+    # The alternatives are then every order of them, which is all the analysis looks at; the
+    # page and the other views show the statement as one step.
+    statement: tuple[Take, ...] = ()
+
+
+@dataclass(frozen=True)
+class Run:
+    path: str
+    location: Location
+    note: str | None = None
+    backend: str | None = None
+
+
+@dataclass(frozen=True)
+class Call:
+    name: str
+    location: Location
+    note: str | None = None
+    backend: str | None = None
+
+
+@dataclass(frozen=True)
+class External:
+    name: str
+    location: Location
+    note: str | None = None
+    backend: str | None = None
+
+
+@dataclass(frozen=True)
+class Write:
+    what: str
+    location: Location
+    via: tuple[str, ...] = ()
+    note: str | None = None
+    backend: str | None = None
+    insert: str | None = None  # the table it inserts into
+    update: str | None = None  # the table it updates
+    columns: tuple[str, ...] = ()  # with update: the columns it sets
+    instance: str | None = None  # the parent row it references, by instance name
+
+
+@dataclass(frozen=True)
+class Begin:
+    transaction: str
+    location: Location
+    note: str | None = None
+    backend: str | None = None
+
+
+@dataclass(frozen=True)
+class End:
+    """commit, rollback or leave_open."""
+
+    how: str  # commit | rollback | leave_open
+    location: Location
+    note: str | None = None
+    backend: str | None = None
+
+
+@dataclass(frozen=True)
+class Release:
+    lock: str
+    location: Location
+    via: tuple[str, ...] = ()
+    note: str | None = None
+    backend: str | None = None
+
+
+Step = Take | Loop | Branches | Run | Call | External | Write | Begin | End | Release
+
+
+@dataclass(frozen=True)
+class Path:
+    id: str
+    title: str
+    group: str
+    file: str
+    location: Location
+    steps: tuple[Step, ...]
+    entry: tuple[str, ...] = ()
+    transaction: str | None = None
+    standalone: bool = True
+    summary: str | None = None
+    notes: str | None = None
+    issues: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Group:
+    title: str
+    file: str
+    order: int
+    paths: tuple[str, ...]
+    intro: str | None = None
+    transaction: str | None = None
