@@ -15,7 +15,7 @@ import pytest
 
 from conftest import run_cli
 from lockdocs import model as m
-from lockdocs.analysis.flatten import Held
+from lockdocs.analysis.events import Held
 from lockdocs.analysis.proof import Hop, Proof
 from lockdocs.api import check
 from lockdocs.diagnostics import Diagnostic, Location, Severity

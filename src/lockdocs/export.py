@@ -9,7 +9,8 @@ import json
 from typing import Any
 
 from lockdocs import model as m
-from lockdocs.analysis.flatten import Event, Flattener
+from lockdocs.analysis.events import Event
+from lockdocs.analysis.flatten import Flattener
 from lockdocs.keys import key_sql
 
 EXPORT_VERSION = 1
@@ -215,7 +216,7 @@ def acquisition_json(ev: Event) -> dict[str, Any]:
 
 def path_json(model: m.Model, path: m.Path, flattener: Flattener) -> dict[str, Any]:
     flattener.events = []
-    flattener._seen = set()
+    flattener.seen = set()
     flattener.path(path)
     acq = [e for e in flattener.events if e.kind in ("acquire", "retake", "upgrade")]
     return {

@@ -1,1 +1,7 @@
-"""Pure functions over the model: flattening paths, the lock-order graph, cycles. No I/O."""
+"""Pure functions over the model: flattening paths, the lock-order graph, cycles. No I/O.
+
+Flattening is `flatten.py` (the walk) over `events.py` (what it produces), `states.py` (its
+states, merged and joined), `walkbase.py` (the work budget), `summaries.py` (what a loop body may
+leave held) and `takes.py` (taking locks). `facts.py` holds what the rest reads once per model,
+`graph.py` the lock-order graph, `cycles.py` its real cycles and `proof.py` a finding's proof.
+"""

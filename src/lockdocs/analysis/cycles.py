@@ -21,8 +21,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from lockdocs.analysis.events import Event, Held
 from lockdocs.analysis.facts import Facts as Context
-from lockdocs.analysis.flatten import Event, Held
 from lockdocs.analysis.graph import Edge, LockGraph, parent_mode, strongly_connected
 from lockdocs.modes import conflicts
 

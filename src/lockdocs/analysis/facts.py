@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from lockdocs import model as m
-from lockdocs.analysis.flatten import Event, Held, Refusal, backends, flatten_all
+from lockdocs.analysis.events import Event, Held, Refusal
+from lockdocs.analysis.flatten import backends, flatten_all
 from lockdocs.diagnostics import Location
 
 

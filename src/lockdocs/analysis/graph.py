@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, TypeVar
 
 from lockdocs import model as m
+from lockdocs.analysis.events import Event, Held
 from lockdocs.analysis.facts import Facts
-from lockdocs.analysis.flatten import Event, Held
 from lockdocs.diagnostics import Location
 
 T = TypeVar("T", int, str)
@@ -43,8 +43,8 @@ class Edge(NamedTuple):
     # NOWAIT fails at once (55P03) and SKIP LOCKED skips the row: such a take never waits, so
     # it cannot close a wait cycle.
     never_waits: bool = False
-    held_maybe: bool = False  # src is held only maybe (see flatten.Held.maybe)
-    held_instance: str = ""  # which instance of src (flatten.Held.instance)
+    held_maybe: bool = False  # src is held only maybe (see events.Held.maybe)
+    held_instance: str = ""  # which instance of src (events.Held.instance)
     wanted_instance: str = ""  # which instance of dst
 
     # src was taken in an earlier iteration of a loop that takes dst now

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lockdocs.analysis.flatten import Held
+from lockdocs.analysis.events import Held
 from lockdocs.diagnostics import Location
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from lockdocs import model as m
 from lockdocs import pghash
-from lockdocs.analysis.flatten import Event
+from lockdocs.analysis.events import Event
 from lockdocs.diagnostics import Diagnostic
 from lockdocs.postgres import statements as sq
 from lockdocs.postgres.cases import Case, LockRef, Process, Taker

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from lockdocs.analysis.cycles import Cycle, Unfinished, find_cycles
+from lockdocs.analysis.events import Event, Held
 from lockdocs.analysis.facts import Facts
-from lockdocs.analysis.flatten import Event, Held
 from lockdocs.analysis.graph import LockGraph, build_graph
 from lockdocs.diagnostics import Diagnostic, Location, Severity
 

@@ -13,7 +13,7 @@ from lockdocs.rules.context import Context, once_per_step, step_finding
 from lockdocs.rules.registry import rule
 
 if TYPE_CHECKING:
-    from lockdocs.analysis.flatten import Event
+    from lockdocs.analysis.events import Event
 
 ROW_EXAMPLE = """\
 lockdocs: 1

@@ -10,7 +10,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from lockdocs import model as m
-from lockdocs.analysis.flatten import Event, flatten
+from lockdocs.analysis.events import Event
+from lockdocs.analysis.flatten import flatten
 from lockdocs.diagnostics import Diagnostic
 from lockdocs.render.edges import EdgeSet, PairEdge, page_path_order
 from lockdocs.render.escape import Link, slug

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from lockdocs import model as m
-from lockdocs.analysis.flatten import Event
+from lockdocs.analysis.events import Event
 from lockdocs.render.escape import Link
 from lockdocs.render.view.base import Context, IssueRef, group_key, group_slugs, path_anchor
 from lockdocs.render.view.steps import StepLines, StepView

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lockdocs import model as m
-from lockdocs.analysis.flatten import Event
+from lockdocs.analysis.events import Event
 from lockdocs.render.escape import Link
 from lockdocs.render.view.base import Context, walk
 from lockdocs.render.view.transactions import TxView

@@ -1,0 +1,226 @@
+"""Taking locks: which instance a take names, what a take of a held instance does (a re-take
+or an upgrade), the parent instance a take stands under, and a transaction's opening lock.
+
+Instances (see docs/concepts.md):
+- a singleton has one instance wherever it is taken;
+- `instance: NAME` names one instance, the same in every loop iteration;
+- an unnamed take inside a loop is the iteration's instance of that lock; several locks taken in
+  one iteration belong to one element, but nothing is assumed about how another lock's
+  instances relate across iterations (two pools may share a ledger): only the loop's element
+  lock (the first lock taken in the body whose declared instance order is the loop's order)
+  follows the loop's order;
+- an unnamed take outside a loop is the path's one instance, which may or may not be one of the
+  instances a loop took; `again: true` re-takes an instance the path already holds.
+"""
+
+from __future__ import annotations
+
+from lockdocs import model as m
+from lockdocs.analysis.events import Event, Held
+from lockdocs.analysis.states import Frame, State
+from lockdocs.analysis.summaries import Summaries
+from lockdocs.diagnostics import Location
+from lockdocs.modes import conflicts, covers, modes_for_kind
+
+
+class Takes(Summaries):
+    # --- transactions ---------------------------------------------------------------------
+
+    def begin(
+        self, path: m.Path, st: State, kind: str | None, loc: Location, frame: Frame, number: int
+    ) -> list[State]:
+        held = tuple(h for h in st.held if self.lock_scope(h.lock) == "session")
+        st = State(held, number, kind, st.branch, True, False, st.skipped)
+        self.emit(
+            Event(
+                "begin",
+                path.id,
+                loc,
+                st.held,
+                st.transaction,
+                kind,
+                st.branch,
+                name=kind or "",
+                through=frame.through,
+            )
+        )
+        tk = self.model.transactions.get(kind) if kind else None
+        if tk and tk.first_lock:
+            take = m.Take(
+                tk.first_lock,
+                tk.first_mode or "exclusive",
+                loc,
+                via=(tk.opened_by,) if tk.opened_by else (),
+            )
+            return self.take(path, st, take, frame)
+        return [st]
+
+    # --- takes ------------------------------------------------------------------------------
+
+    def _instance(self, step: m.Take, frame: Frame) -> tuple[str, str]:
+        """(instance, sorted run) of a take that is not a re-take (`again`)."""
+        lock = self.model.locks[step.lock]
+        if lock.singleton:
+            return "", ""
+        if step.instance is not None:
+            return step.instance, ""
+        if not frame.loops:
+            return "", ""
+        loop = frame.loops[-1]
+        instance = f"{loop.id}#{'.'.join(frame.iteration)}"
+        order = step.order or (loop.order if step.lock == loop.element else None)
+        if order is not None and order == lock.instance_order:
+            return instance, f"{loop.id}#{'.'.join(frame.iteration[:-1])}"
+        return instance, ""
+
+    def take(self, path: m.Path, st: State, step: m.Take, frame: Frame) -> list[State]:
+        """The states after `step`; a take of a lock held maybe, or `again` with several
+        instances held, has one outcome per possibility."""
+        if self.skip(step):
+            return [st]
+        lock_id = step.lock
+        lock = self.model.locks[lock_id]
+        if step.again and not lock.singleton:
+            # The instance already held (one of them, if several): a certain one first, else
+            # one held maybe; with none held, the path's one instance.
+            mine = [h for h in st.held if h.lock == lock_id]
+            pick = [h for h in mine if not h.maybe] or mine
+            runs = {h.instance: h.run for h in reversed(pick)}
+            targets = [(inst, runs[inst]) for inst in dict.fromkeys(h.instance for h in pick)]
+            targets = targets or [("", "")]
+        else:
+            targets = [self._instance(step, frame)]
+        out: list[State] = []
+        mode = self.take_mode(step)
+        loops = frame.loops
+        # A loop's order is the order its iterations visit things in: a named instance taken
+        # in its body is the same row in every iteration, in no order unless the take says so
+        # (two runs can name a and b the other way round).
+        order = step.order
+        if order is None and step.instance is None and loops:
+            order = loops[-1].order
+        parent = _parent(st.held, lock.within, step.under) if lock.within else ""
+        avoids = step.how_it_avoids_waiting
+        for instance, run in targets:
+            # (positional: a take is the hottest path of the analysis)
+            ev = Event(
+                "acquire", path.id, step.location, st.held, st.transaction, st.txkind,
+                st.branch, lock_id, mode, instance, run, bool(loops), order, step.via,
+                frame.through, avoids, step.implicit, step.changes_key, "", step.note,
+                False, (), frame.loop_ids, parent,
+            )  # fmt: skip
+            for h in st.held:
+                if h.lock == lock_id and h.instance == instance:
+                    break
+            else:
+                # The common case: a first acquisition of an instance not held at all.
+                self.emit(ev)
+                held = Held(
+                    lock_id,
+                    mode,
+                    instance,
+                    run,
+                    step.location.line,
+                    step.option == "skip locked",
+                    parent,
+                )
+                out.append(State((*st.held, held), *st[1:]))
+                continue
+            out.extend(self._take_instance(st, ev, step))
+        return out
+
+    def _take_instance(self, st: State, ev: Event, step: m.Take) -> list[State]:
+        lock_id, mode, instance, run = ev.lock, ev.mode, ev.instance, ev.run
+        kind = self.lock_kind(lock_id)
+        same = [h for h in st.held if h.lock == lock_id and h.instance == instance]
+        must = tuple(dict.fromkeys(h.mode for h in same if not h.maybe))
+        maybe = tuple(dict.fromkeys(h.mode for h in same if h.maybe and h.mode not in must))
+        line = step.location.line
+
+        def after() -> State:
+            # Every mode still needed of this instance (a table lock held SHARE and ROW
+            # EXCLUSIVE is both); the new one only maybe with SKIP LOCKED (the row may have been
+            # skipped), and kept apart from the modes held for sure.
+            at = min((h.acquired_at for h in same if not h.maybe), default=line)
+            parent = next((h.parent for h in same if not h.maybe and h.parent), ev.parent)
+            new = Held(lock_id, mode, instance, run, at, step.option == "skip locked", parent)
+            mine = _reduce(
+                kind, (*(h for h in same if not h.maybe), new, *(h for h in same if h.maybe))
+            )
+            # The instance keeps its place among the holds (the order locks were taken in).
+            held: list[Held] = []
+            for h in st.held:
+                if h in same:
+                    held.extend(mine)
+                    mine = ()
+                else:
+                    held.append(h)
+            return st._replace(held=tuple(held))
+
+        if must:
+            if covers(kind, must, mode):
+                self.emit(ev._replace(kind="retake"))
+                return [st]
+            wait = can_wait(kind, must, mode)
+            self.emit(
+                ev._replace(kind="upgrade", upgrade_from=must)
+                if wait
+                else ev._replace(kind="retake")
+            )
+            # A mode held only maybe (SKIP LOCKED that did lock the row) is held too on the
+            # route where that take got it: the upgrade from both, as the other run sees it.
+            also = tuple(x for x in maybe if not covers(kind, must, x))
+            if also and can_wait(kind, (*must, *also), mode):
+                self.emit(ev._replace(kind="upgrade", upgrade_from=(*must, *also)))
+            return [after()]
+        # Not held for sure: a first acquisition; if held maybe, also the upgrade (or re-take)
+        # it would be then.
+        self.emit(ev)
+        if maybe:
+            if covers(kind, maybe, mode):
+                self.emit(ev._replace(kind="retake"))
+            elif can_wait(kind, maybe, mode):
+                self.emit(ev._replace(kind="upgrade", upgrade_from=maybe))
+        return [after()]
+
+
+def _parent(held: tuple[Held, ...], parent_lock: str, under: str | None) -> str:
+    """The instance of `parent_lock` a take is under: the one its `under:` names, else the one
+    taken last. None ("") when that one is held only maybe (it may not be held, or another
+    may have been taken after it, so it keeps nobody apart)."""
+    last: Held | None = None
+    for h in held:
+        if h.lock == parent_lock and (under is None or h.instance == under):
+            last = h
+    return "@" + last.instance if last is not None and not last.maybe else ""
+
+
+def can_wait(kind: str, held_modes: tuple[str, ...], mode: str) -> bool:
+    """Can a request in `mode` wait while this transaction holds the same lock in `held_modes`?
+    Only for another holder whose mode coexists with every held mode and conflicts with
+    `mode`."""
+    return any(
+        conflicts(kind, mode, other) and not any(conflicts(kind, h, other) for h in held_modes)
+        for other in modes_for_kind(kind)
+    )
+
+
+def _reduce(kind: str, mine: tuple[Held, ...]) -> tuple[Held, ...]:
+    """The entries one instance keeps: certain modes that no other certain mode covers (for a
+    row or advisory lock that is the strongest alone; a table lock held SHARE and ROW EXCLUSIVE
+    keeps both), and maybe modes that the certain ones do not cover."""
+    certain = [h for h in mine if not h.maybe]
+    modes = tuple(h.mode for h in certain)
+    out: list[Held] = []
+    seen: set[tuple[str, bool]] = set()
+    for h in mine:
+        if (h.mode, h.maybe) in seen:
+            continue
+        if h.maybe:
+            if covers(kind, modes, h.mode):
+                continue
+        elif any(o != h.mode and covers(kind, (o,), h.mode) for o in modes):
+            continue
+        seen.add((h.mode, h.maybe))
+        out.append(h)
+    return tuple(out)

@@ -1,0 +1,63 @@
+"""What every part of the walk shares: the model seen through one backend, the events recorded
+so far (each once), and the work budget that stops a path too large to analyse.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from lockdocs import model as m
+from lockdocs.analysis.events import Event
+
+
+class Stop(Exception):
+    """Internal: the budget ran out; turned into a Refusal by `flatten`."""
+
+
+@dataclass
+class WalkBase:
+    model: m.Model
+    backend: str | None = None
+    events: list[Event] = field(default_factory=list)
+    seen: set[Event] = field(default_factory=set)
+    units: int = 0
+    path_start: int = 0
+    limit: int = 0
+
+    def lock_kind(self, lock_id: str) -> str:
+        lock = self.model.locks[lock_id]
+        if self.backend:
+            for b in lock.backends:
+                if b.name == self.backend:
+                    return b.kind
+        return lock.kind
+
+    def lock_scope(self, lock_id: str) -> str:
+        if self.lock_kind(lock_id) == "memory":
+            return "session"
+        return self.model.locks[lock_id].scope
+
+    def spend(self, n: int) -> None:
+        self.units += n
+        if self.units > self.limit:
+            raise Stop
+
+    def emit(self, ev: Event) -> None:
+        if ev not in self.seen:
+            self.units += 1 + len(ev.held)
+            if self.units > self.limit:
+                raise Stop
+            self.seen.add(ev)
+            self.events.append(ev)
+
+    def skip(self, step: m.Step) -> bool:
+        return bool(self.backend and step.backend and step.backend != self.backend)
+
+    def take_mode(self, step: m.Take) -> str:
+        mode = step.mode
+        if self.backend:
+            lock = self.model.locks[step.lock]
+            for b in lock.backends:
+                if b.name == self.backend and b.mode and b.kind != lock.kind:
+                    mode = b.mode
+        return mode
