@@ -678,7 +678,7 @@ FIXED_FN = {
         (Path("p", (Loop("arbitrary", (Take("pool", "for key share"), Take("pool", NKU))),)),),
     ),
     # Two paths each hold their own singleton queue lock, then take the catalog shared and
-    # upgrade it: both hold it shared and both wait. lockdocs: silent (rules/ordering.py
+    # upgrade it: both hold it shared and both wait. lockdocs: silent (rules/upgrades.py
     # check_upgrades checks an upgrade's gate against the same upgrade only, and each path
     # holds its own queue lock). Two branches of one path, each with its own lock, do the same.
     "upgrade-gated-only-against-itself": Spec(

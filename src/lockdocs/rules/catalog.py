@@ -16,10 +16,12 @@ from lockdocs.rules import (
     holding,
     keyclash,
     keyrules,
+    limits,
     ordering,
     practice,
     processes,
     settings,
+    upgrades,
     waivers,
 )
 from lockdocs.rules.registry import REGISTRY, RuleInfo
@@ -33,10 +35,12 @@ RULE_MODULES = (
     holding,
     keyclash,
     keyrules,
+    limits,
     ordering,
     practice,
     processes,
     settings,
+    upgrades,
     waivers,
 )
 

@@ -1,0 +1,144 @@
+"""How a lock-order finding shows its proof: the name of each lock on a cycle, the
+interleaving that ends in the deadlock, the other paths that can stand in for a hop, and each
+transaction's wait as a related location (SARIF's code flow).
+
+The order rules (ordering.py, upgrades.py, limits.py) word their findings with these; the
+search that finds what they show is lockdocs.analysis.cycles.
+"""
+
+from __future__ import annotations
+
+from lockdocs.analysis.cycles import Cycle, stand_ins
+from lockdocs.analysis.graph import Edge
+from lockdocs.diagnostics import Related
+from lockdocs.rules.context import Context
+
+
+def where(e: Edge) -> str:
+    through = f" (inside {' -> '.join(e.through)})" if e.through else ""
+    return f"{e.location}{through}"
+
+
+def labels(ctx: Context, locks: tuple[str, ...], edges: tuple[Edge, ...]) -> list[str]:
+    """How to name each lock of a cycle: a lock with instances met more than once on it is
+    several rows (or keys), told apart as `a #1`, `a #2`. An upgrade, or a wait first in a
+    row's queue, wants the very instance it stands on, so the next position keeps its name."""
+    k = len(locks)
+    repeated = {lk for lk in locks if locks.count(lk) > 1 and not ctx.model.locks[lk].singleton}
+    out = list(locks)
+    counter: dict[str, int] = {}
+    for i in range(k):
+        lk = locks[i]
+        if lk not in repeated:
+            continue
+        prev = edges[i - 1]
+        if i > 0 and prev.src == lk and (prev.upgrade_from or prev.queued):
+            out[i] = out[i - 1]
+            continue
+        counter[lk] = counter.get(lk, 0) + 1
+        out[i] = f"{lk} #{counter[lk]}"
+    if k > 1 and edges[-1].src == locks[0] and (edges[-1].upgrade_from or edges[-1].queued):
+        out[0] = out[-1]
+    return out
+
+
+def interleaving(locks: tuple[str, ...], edges: tuple[Edge, ...]) -> list[str]:
+    """A column per transaction, one row per event, ending in the deadlock. A transaction that
+    waits first in a row's queue waits from the start; the one whose hold makes the next
+    request queue gets a column of its own after the cycle's."""
+    k = len(edges)
+    heads = [f"T{i + 1} ({e.path})" for i, e in enumerate(edges)]
+    extra = {i: len(heads) + n for n, i in enumerate(i for i, e in enumerate(edges) if e.queued)}
+    for i, column in extra.items():
+        by = edges[i].queued_by
+        heads.append(f"T{column + 1} ({by.path if by else '?'})")
+    width_n = len(heads)
+    rows: list[list[str]] = []
+    for i, e in enumerate(edges):
+        row = [""] * width_n
+        if e.queued:
+            hold = [""] * width_n
+            hold[extra[i]] = f"takes {locks[i]} ({e.queued})"
+            rows.append(hold)
+            nxt = (i + 1) % k
+            row[i] = f"wants {locks[i]} ({e.wanted_mode}), waits for T{nxt + 1}, first in the queue"
+        else:
+            row[i] = f"takes {locks[i]} ({e.held_mode})"
+        rows.append(row)
+    order = [i for i in range(k) if not edges[i].queued]
+    for n, i in enumerate(order):
+        e = edges[i]
+        row = [""] * width_n
+        nxt = (i + 1) % k
+        row[i] = f"wants {locks[nxt]} ({e.wanted_mode})"
+        if edges[nxt].queued:
+            row[i] += f", queues behind T{nxt + 1}"
+        if n == len(order) - 1:
+            row[i] += ": deadlock"
+        elif edges[nxt].queued:
+            pass
+        else:
+            row[i] += f", waits for T{nxt + 1}"
+        rows.append(row)
+    width = max(len(c) for r in [heads, *rows] for c in r) + 2
+    lines = ["".join(h.ljust(width) for h in heads).rstrip()]
+    for r in rows:
+        lines.append("".join(c.ljust(width) for c in r).rstrip())
+    return lines
+
+
+# The most paths named per hop in the list of stand-ins; the rest are counted.
+MAX_STAND_INS = 12
+
+
+def stand_in_lines(ctx: Context, backend: str | None, cycle: Cycle, names: list[str]) -> list[str]:
+    """Every path that can take a hop's place (one report per cycle, but no second pair of
+    paths over the same locks hidden behind the first): a shared path once, with the paths
+    that run it."""
+    per_hop = stand_ins(ctx, ctx.graph(backend), cycle)
+    k = len(cycle.edges)
+    lines: list[str] = []
+    for i, found in enumerate(per_hop):
+        runs: dict[str, set[str]] = {}
+        for c in found:
+            owner = c.through[-1] if c.through else c.path
+            runs.setdefault(owner, set())
+            if c.through:
+                runs[owner].add(c.path)
+        shown = [
+            owner + (f" (run from {', '.join(sorted(callers))})" if callers else "")
+            for owner, callers in sorted(runs.items())
+        ]
+        if len(shown) > MAX_STAND_INS:
+            rest = len(shown) - MAX_STAND_INS
+            shown = [*shown[:MAX_STAND_INS], f"and {rest} more"]
+        lines.append(f"  {i + 1}. {names[i]} -> {names[(i + 1) % k]}: {'; '.join(shown)}")
+    witnesses = {(e.through[-1] if e.through else e.path) for e in cycle.edges}
+    more = any(
+        (c.through[-1] if c.through else c.path) not in witnesses or c.through
+        for found in per_hop
+        for c in found
+        if c not in cycle.edges
+    )
+    if not more:
+        return []
+    return ["Every path that can stand in for a hop (each makes the same deadlock):", *lines]
+
+
+def hops_of(cycle: Cycle) -> tuple[Related, ...]:
+    """Each transaction's wait, at the step where it waits: for SARIF's related locations and
+    its code flow (one thread per transaction)."""
+    k = len(cycle.locks)
+    out = []
+    for i, e in enumerate(cycle.edges):
+        nxt = (i + 1) % k
+        taken = f" (taken at line {e.held_at})" if e.held_at else ""
+        then = "deadlock" if i == k - 1 else f"waits for T{nxt + 1}"
+        out.append(
+            Related(
+                e.location,
+                f"T{i + 1} ({e.path}) holds {cycle.locks[i]} ({e.held_mode}){taken} and wants "
+                f"{cycle.locks[nxt]} ({e.wanted_mode}): {then}",
+            )
+        )
+    return tuple(out)
