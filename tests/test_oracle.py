@@ -873,7 +873,7 @@ FIXED_FN["maybe-mode-under-a-weaker-certain-one"] = Spec(
 # of l1 under the instance labelled a, then a child under the path's one instance of l1. Those
 # are two children (of two runs' different parents); lockdocs reads both as the path's one l2
 # and the FOR NO KEY UPDATE as a re-take of the FOR UPDATE, so the cycle of two runs of p0 is
-# not reported. Open: flatten.py should key an unnamed child's instance by its parent.
+# not reported. Open: analysis/takes.py should key an unnamed child's instance by its parent.
 OPEN_FN = {
     "child-under-two-parents": Spec(
         (

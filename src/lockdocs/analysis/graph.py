@@ -49,7 +49,7 @@ class Edge(NamedTuple):
 
     # src was taken in an earlier iteration of a loop that takes dst now
     across_iterations: bool = False
-    # A row's wait queue (see analysis/cycles.py): this transaction waits for dst (a row) in
+    # A row's wait queue (see analysis/queues.py): this transaction waits for dst (a row) in
     # wanted_mode, holding the tuple's lock, first in the queue; a later request for the row
     # must wait behind it because another transaction holds the row in this mode.
     queued: str | None = None

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from lockdocs import model as m
-from lockdocs.analysis import cycles as cycles_mod
 from lockdocs.analysis.facts import Facts
+from lockdocs.analysis.gates import gate
 from lockdocs.analysis.graph import build_graph
 from lockdocs.diagnostics import Diagnostic
 
@@ -45,12 +45,11 @@ class EdgeSet:
 
     def __init__(self, model: m.Model) -> None:
         self.model = model
-        # The checker's own graph (and its cycle search, for the gates the page explains), so
+        # The checker's own graph (and its gates, for the ones the page explains), so
         # the page draws the graph the check reasons about. One graph per backend, as the
         # check builds them: a step for one backend never runs in the same transaction as a
         # step for another.
         self.ctx = Facts(model)
-        self.cycles = cycles_mod
         raw: list[_Raw] = []
         for backend in self.ctx.backends:
             for e in build_graph(self.ctx, backend).edges:
@@ -77,7 +76,7 @@ class EdgeSet:
             return None
         if a.witness.backend != b.witness.backend:
             return None
-        lock = self.cycles.gate(self.ctx, a.witness, b.witness)
+        lock = gate(self.ctx, a.witness, b.witness)
         if lock is None:
             return None
         mode_a = next(g.mode for g in a.witness.guards if g.lock == lock)

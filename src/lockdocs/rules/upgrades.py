@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from lockdocs import model as m
-from lockdocs.analysis.cycles import gate, parent_gated
+from lockdocs.analysis.gates import gate, parent_gated
 from lockdocs.analysis.graph import Edge, parent_mode
 from lockdocs.analysis.proof import proof
 from lockdocs.diagnostics import Diagnostic, Severity

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from lockdocs.analysis.gates import parent_gated, waits
 from lockdocs.render.edges import EdgeSet, PairEdge, _Raw, cycle_pairs
 from lockdocs.render.escape import Link
 from lockdocs.render.view.base import Context
@@ -160,19 +161,17 @@ def both_ways(ctx: Context, es: EdgeSet, pair: tuple[str, str]) -> BothWaysView:
     )
     parent: tuple[Link, Link] | None = None
     if gate is None and ungated and not skips:
-        waits = es.cycles._waits
         pairs = [
             (x.witness, y.witness)
             for x, y in ungated
             if x.witness is not None and y.witness is not None
         ]
-        gated = es.cycles.parent_gated
         child = next(
             (
                 lk
                 for u, v in pairs
                 for w, h, lk in ((u, v, u.dst), (v, u, v.dst))
-                if gated(es.ctx, w, h.held_parent)
+                if parent_gated(es.ctx, w, h.held_parent)
             ),
             None,
         )
@@ -180,7 +179,8 @@ def both_ways(ctx: Context, es: EdgeSet, pair: tuple[str, str]) -> BothWaysView:
             child is not None
             and pairs
             and all(
-                gated(es.ctx, u, v.held_parent) or gated(es.ctx, v, u.held_parent) for u, v in pairs
+                parent_gated(es.ctx, u, v.held_parent) or parent_gated(es.ctx, v, u.held_parent)
+                for u, v in pairs
             )
         ):
             within = ctx.model.locks[child].within

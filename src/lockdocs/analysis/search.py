@@ -1,0 +1,295 @@
+"""The graph of waits of one lock graph, and the searches for the shortest cycle through a hop.
+
+The search is complete or says it is not: for every hop that lies on a strongly connected
+component of the graph of waits, a breadth-first search over (hop, gates claimed so far) finds
+the shortest cycle through it that no gate cuts, or proves there is none. When a search needs
+more than its budget of states it stops and the component is reported as unfinished (LD204)
+instead of being passed over in silence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from lockdocs.analysis.facts import Facts as Context
+from lockdocs.analysis.gates import parent_gated, representatives, singleton_guards
+from lockdocs.analysis.graph import Edge, LockGraph, strongly_connected
+from lockdocs.analysis.queues import queue_hops
+from lockdocs.modes import conflicts
+
+
+class Search:
+    """The graph of waits of one lock graph and the searches over it."""
+
+    def __init__(self, ctx: Context, graph: LockGraph) -> None:
+        self.ctx = ctx
+        # Only an edge inside a strongly connected component of the lock graph can lie on a
+        # cycle over two or more locks; in a healthy code base those components are few and
+        # small, so the graph of waits is built for a small part of the edges only.
+        component: dict[str, int] = {}
+        for n, locks in enumerate(strongly_connected(graph.nodes, graph.successors())):
+            if len(locks) > 1:
+                for lock in locks:
+                    component[lock] = n
+        reps: list[Edge] = []
+        for (src, dst), edges in sorted(graph.by_pair.items()):
+            if src in component and component[src] == component.get(dst):
+                reps.extend(representatives(edges, ctx))
+        backend = graph.backend
+        reps.extend(queue_hops(ctx, backend, set(component)))
+        self.reps = reps
+        self.guards = [singleton_guards(ctx, e) for e in reps]
+        # Each hop's guard set as a number (-1: none), so gate checks are cached per pair.
+        ids: dict[frozenset[tuple[str, str]], int] = {}
+        self.gid = [
+            ids.setdefault(frozenset(g.items()), len(ids)) if g else -1 for g in self.guards
+        ]
+        self._gates: dict[tuple[int, int], bool] = {}
+        # For a queue hop: what the transaction that makes later requests queue holds.
+        self.witness = {
+            i: singleton_guards(ctx, e.queued_by) for i, e in enumerate(reps) if e.queued_by
+        }
+        self.kinds = {
+            lock: ctx.lock_kind(lock, backend)
+            for g in (*self.guards, *self.witness.values())
+            for lock in g
+        }
+        # Hops are grouped by what decides an arc into them: a holder by (lock, held mode, gate
+        # set), a queue waiter by (lock, wanted mode, the mode that makes others queue, gate
+        # sets); a hop's successors depend only on its own (lock wanted, modes, gate set), so
+        # hops that share those share one list. That keeps a dense graph (many behaviours of
+        # one pair of locks) from costing a gate check per pair of hops.
+        holders: dict[str, dict[tuple[str, int, str | None], list[int]]] = {}
+        waiters: dict[str, dict[tuple[str, str, int, int, str | None, str | None], list[int]]] = {}
+        self.wid: dict[int, int] = {}
+        wids: dict[frozenset[tuple[str, str]], int] = {}
+        for i, e in enumerate(reps):
+            if e.queued is None:
+                key_h = (e.held_mode, self.gid[i], e.held_parent)
+                holders.setdefault(e.src, {}).setdefault(key_h, []).append(i)
+            else:
+                w = self.witness[i]
+                self.wid[i] = wids.setdefault(frozenset(w.items()), len(wids)) if w else -1
+                witness = e.queued_by.held_parent if e.queued_by else None
+                key = (
+                    e.wanted_mode,
+                    e.queued,
+                    self.gid[i],
+                    self.wid[i],
+                    e.wanted_parent,
+                    witness,
+                )
+                waiters.setdefault(e.dst, {}).setdefault(key, []).append(i)
+        cache: dict[tuple[object, ...], list[int]] = {}
+        self.succ: dict[int, list[int]] = {}
+        for i, e in enumerate(reps):
+            if e.never_waits:
+                self.succ[i] = []
+                continue
+            same = (
+                e.dst,
+                e.wanted_mode,
+                e.upgrade_from,
+                e.queued is not None,
+                self.gid[i],
+                e.wanted_parent,
+            )
+            found = cache.get(same)
+            if found is None:
+                found = self._successors(ctx, backend, i, holders, waiters)
+                cache[same] = found
+            self.succ[i] = found
+        self._claims: dict[int, frozenset[tuple[str, str]]] = {}
+
+    def _successors(
+        self,
+        ctx: Context,
+        backend: str | None,
+        i: int,
+        holders: dict[str, dict[tuple[str, int, str | None], list[int]]],
+        waiters: dict[str, dict[tuple[str, str, int, int, str | None, str | None], list[int]]],
+    ) -> list[int]:
+        e = self.reps[i]
+        out: list[int] = []
+        if e.queued is not None:
+            # First in the row's queue: it waits for the holders whose mode conflicts with its
+            # request. (The holder that made a later request queue may be gone by then: the
+            # waiter keeps its place, holding the tuple lock, while others come and go.)
+            for (mode, _gid, parent), group in holders.get(e.dst, {}).items():
+                if (
+                    conflicts("row", e.wanted_mode, mode)
+                    and not self.gated(i, group[0])
+                    and not parent_gated(ctx, e, parent)
+                ):
+                    out.extend(group)
+            return sorted(out)
+        kind = ctx.lock_kind(e.dst, backend)
+        for (mode, _gid, parent), group in holders.get(e.dst, {}).items():
+            if (
+                conflicts(kind, e.wanted_mode, mode)
+                and not any(conflicts(kind, m, mode) for m in e.upgrade_from)
+                and not self.gated(i, group[0])
+                and not parent_gated(ctx, e, parent)
+            ):
+                out.extend(group)
+        if not e.upgrade_from:  # an upgrade of a row already held skips the queue
+            for (wanted, queued, _g, _w, _p, _q), group in waiters.get(e.dst, {}).items():
+                if (
+                    conflicts("row", e.wanted_mode, wanted)
+                    and conflicts("row", e.wanted_mode, queued)
+                    and not self.gated(i, group[0])
+                    and not self._gated_with(self.witness[group[0]], i)
+                    and not self._parent_queue_gated(ctx, e, self.reps[group[0]])
+                ):
+                    out.extend(group)
+        return sorted(out)
+
+    @staticmethod
+    def _parent_queue_gated(ctx: Context, e: Edge, waiter: Edge) -> bool:
+        """Can `e` not queue behind `waiter` for one row because of their parents? Both want
+        that row, and the witness that makes `e` wait holds it: all three are under one
+        parent instance."""
+        witness = waiter.queued_by.held_parent if waiter.queued_by else None
+        return parent_gated(ctx, e, waiter.wanted_parent) or parent_gated(ctx, e, witness)
+
+    def _gated_with(self, guards: dict[str, str], j: int) -> bool:
+        gj = self.guards[j]
+        return any(
+            lock in gj and conflicts(self.kinds[lock], mode, gj[lock])
+            for lock, mode in guards.items()
+        )
+
+    def gated(self, i: int, j: int) -> bool:
+        """Do hops i and j hold a common singleton in conflicting modes (a gate)? Cached per
+        pair of distinct guard sets: many hops share one."""
+        a, b = self.gid[i], self.gid[j]
+        if a < 0 or b < 0:
+            return False
+        key = (a, b) if a <= b else (b, a)
+        found = self._gates.get(key)
+        if found is None:
+            gi, gj = self.guards[i], self.guards[j]
+            if len(gj) < len(gi):
+                gi, gj = gj, gi
+            found = any(
+                lock in gj and conflicts(self.kinds[lock], mode, gj[lock])
+                for lock, mode in gi.items()
+            )
+            self._gates[key] = found
+        return found
+
+    def components(self) -> Iterator[list[int]]:
+        for comp in strongly_connected(list(range(len(self.reps))), self.succ):
+            if len(comp) > 1 or comp[0] in self.succ[comp[0]]:
+                yield comp
+
+    def _items(self, j: int) -> frozenset[tuple[str, str]]:
+        """What hop j claims while it waits: its gate locks (lock, mode), and itself (a hop is
+        used at most once on a cycle: a second use would make a longer walk, never a needed
+        one, since the start joins two locks)."""
+        found = self._claims.get(j)
+        if found is None:
+            found = frozenset((*self.guards[j].items(), ("#", str(j))))
+            self._claims[j] = found
+        return found
+
+    def _against(self, claims: frozenset[tuple[str, str]], j: int) -> set[tuple[str, str]]:
+        """The claims that hop j cannot coexist with: a gate held in a conflicting mode, or
+        itself already on the walk."""
+        out: set[tuple[str, str]] = set()
+        mine = self.guards[j]
+        if ("#", str(j)) in claims:
+            out.add(("#", str(j)))
+        if mine:
+            for lock, mode in claims:
+                if lock in mine and lock != "#" and conflicts(self.kinds[lock], mine[lock], mode):
+                    out.add((lock, mode))
+        return out
+
+    def valid(self, chain: list[int]) -> bool:
+        return not any(self.gated(a, b) for x, a in enumerate(chain) for b in chain[x + 1 :])
+
+    def shortest(self, start: int, members: set[int], budget: int) -> tuple[list[int] | None, int]:
+        """The shortest cycle of waits through `start`, checking gates against `start` only
+        (the fast path: it is usually the answer, and `_valid` then says so), with the number
+        of hops expanded, or -1 when the budget ran out."""
+        parent: dict[int, int] = {start: -1}
+        frontier = [start]
+        steps = 0
+        while frontier:
+            nxt: list[int] = []
+            for n in frontier:
+                steps += 1
+                if steps > budget:
+                    return None, -1
+                for m in self.succ[n]:
+                    if m == start:
+                        chain = [n]
+                        while parent[chain[-1]] != -1:
+                            chain.append(parent[chain[-1]])
+                        return list(reversed(chain)), steps
+                    if m in members and m not in parent and not self.gated(start, m):
+                        parent[m] = n
+                        nxt.append(m)
+            frontier = nxt
+        return None, steps
+
+    def shortest_valid(
+        self, start: int, members: set[int], budget: int, at_least: int
+    ) -> tuple[list[int] | None, int]:
+        """The shortest cycle of waits through `start` in which no two hops are gated against
+        each other, or None when there is none; `at_least` is the length to try first (the
+        shortest cycle ignoring gates). Iterative deepening over a depth-first search that
+        learns, for each hop it leaves without success, which claims made before it caused the
+        failure and how many hops it had left, and skips a later visit that makes all those
+        claims again with no more hops left: gate-guarded noise then costs about one visit per
+        hop and depth. The second value is the number of steps taken, or -1 when the budget
+        ran out first."""
+        failed: dict[int, list[tuple[frozenset[tuple[str, str]], int]]] = {}
+        steps = 0
+        for limit in range(max(2, at_least), len(members) + 2):
+            cut = False
+            stack: list[list[Any]] = [[start, self._items(start), 0, set()]]
+            path = [start]
+            while stack:
+                frame = stack[-1]
+                node, claims, i, why = frame
+                left = limit - len(path)  # hops this walk may still add
+                succ = self.succ[node]
+                if i < len(succ):
+                    frame[2] += 1
+                    m = succ[i]
+                    steps += 1
+                    if steps > budget:
+                        return None, -1
+                    if m == start:
+                        return list(path), steps
+                    if m not in members:
+                        continue
+                    against = self._against(claims, m)
+                    if against:
+                        why |= against
+                        continue
+                    if left <= 0:
+                        cut = True
+                        continue
+                    known = next(
+                        (c for c, had in failed.get(m, ()) if c <= claims and left - 1 <= had),
+                        None,
+                    )
+                    if known is not None:
+                        why |= known
+                        continue
+                    stack.append([m, claims | self._items(m), 0, set()])
+                    path.append(m)
+                    continue
+                stack.pop()
+                path.pop()
+                cause = frozenset(why - self._items(node))
+                failed.setdefault(node, []).append((cause, left))
+                if stack:
+                    stack[-1][3] |= cause
+            if not cut:
+                return None, steps  # every walk ended before the bound: there is no cycle
+        return None, steps
