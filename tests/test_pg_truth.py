@@ -23,7 +23,7 @@ from lockdocs import pghash
 from lockdocs.diagnostics import Location
 from lockdocs.modes import conflicts
 from lockdocs.postgres.statements import Target, literal, setup_sql, take_sql, target
-from lockdocs.schema.definition import ADVISORY_MODES, ROW_MODES, TABLE_MODES
+from lockdocs.schema.vocabulary import ADVISORY_MODES, ROW_MODES, TABLE_MODES
 
 VECTORS = json.loads(
     (Path(__file__).parent / "data" / "postgres-hash-vectors.json").read_text(encoding="utf-8")

@@ -7,7 +7,7 @@ postgres-lock-semantics.md). A transaction never conflicts with itself; these ta
 
 from __future__ import annotations
 
-from lockdocs.schema.definition import ADVISORY_MODES, MEMORY_MODES, ROW_MODES, TABLE_MODES
+from lockdocs.schema.vocabulary import ADVISORY_MODES, MEMORY_MODES, ROW_MODES, TABLE_MODES
 
 _BY_KIND: dict[str, list[str]] = {
     "advisory": ADVISORY_MODES,

@@ -14,7 +14,7 @@ from pglast import ast, visitors
 from pglast.parser import ParseError, normalize, parse_sql
 
 from lockdocs import pghash
-from lockdocs.schema.definition import TABLE_MODES
+from lockdocs.schema.vocabulary import TABLE_MODES
 
 _STRENGTH = {1: "for key share", 2: "for share", 3: "for no key update", 4: "for update"}
 

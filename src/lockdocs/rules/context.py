@@ -82,6 +82,16 @@ def once_per_step(events: Iterable[Event]) -> Iterator[Step]:
         yield Step(first, owner, callers, held, branches)
 
 
+def steps_holding(events: Iterable[Event], kind: str) -> Iterator[Step]:
+    """The steps of one kind that run while a lock is held, one per cause."""
+    return once_per_step(ev for ev in events if ev.kind == kind and ev.held)
+
+
+def held_locks(step: Step) -> tuple[str, ...]:
+    """The locks held at a step, sorted: the ones a finding about it names for exceptions."""
+    return tuple(sorted({h.lock for h in step.held}))
+
+
 def step_finding(
     code: str, severity: Severity, step: Step, message: str, hint: str, locks: tuple[str, ...]
 ) -> Diagnostic:

@@ -41,6 +41,24 @@ locks:
 """
 
 
+# A path that takes the lineage head before the pool row, and the edit that swaps them: the
+# example of both written-order rules (a pairwise before: and a list of levels).
+HEAD_THEN_POOL = """\
+group: Grants
+paths:
+  revoke:
+    title: Revoke
+    transaction: materializing
+    steps:
+      - take: head
+      - take: pool
+"""
+POOL_THEN_HEAD = (
+    "      - take: head\n      - take: pool\n",
+    "      - take: pool\n      - take: head\n",
+)
+
+
 def rules_example(body: str) -> str:
     return _BASE + "rules:\n" + body
 
@@ -172,23 +190,9 @@ def first_lock(ctx: Context) -> Iterable[Diagnostic]:
     title: The lineage head is locked after the pool row
     before: {first: pool, then: head}
 """),
-        "paths/grants.yaml": """\
-group: Grants
-paths:
-  revoke:
-    title: Revoke
-    transaction: materializing
-    steps:
-      - take: head
-      - take: pool
-""",
+        "paths/grants.yaml": HEAD_THEN_POOL,
     },
-    use_instead={
-        "paths/grants.yaml": (
-            "      - take: head\n      - take: pool\n",
-            "      - take: pool\n      - take: head\n",
-        ),
-    },
+    use_instead={"paths/grants.yaml": POOL_THEN_HEAD},
 )
 def before(ctx: Context) -> Iterable[Diagnostic]:
     for r in rules_of(ctx, "before"):

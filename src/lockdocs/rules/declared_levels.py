@@ -11,7 +11,13 @@ from collections.abc import Iterable
 from lockdocs.diagnostics import Diagnostic, Severity
 from lockdocs.model import Rule
 from lockdocs.rules.context import Context, once_per_step
-from lockdocs.rules.declared import finding, rules_example, rules_of
+from lockdocs.rules.declared import (
+    HEAD_THEN_POOL,
+    POOL_THEN_HEAD,
+    finding,
+    rules_example,
+    rules_of,
+)
 from lockdocs.rules.registry import rule
 
 
@@ -81,23 +87,9 @@ def _levels(r: Rule) -> dict[str, int]:
     title: The written lock order
     order: {levels: [[rendezvous], [pool], [head]]}
 """),
-        "paths/grants.yaml": """\
-group: Grants
-paths:
-  revoke:
-    title: Revoke
-    transaction: materializing
-    steps:
-      - take: head
-      - take: pool
-""",
+        "paths/grants.yaml": HEAD_THEN_POOL,
     },
-    use_instead={
-        "paths/grants.yaml": (
-            "      - take: head\n      - take: pool\n",
-            "      - take: pool\n      - take: head\n",
-        ),
-    },
+    use_instead={"paths/grants.yaml": POOL_THEN_HEAD},
 )
 def written_order(ctx: Context) -> Iterable[Diagnostic]:
     for r in rules_of(ctx, "order"):

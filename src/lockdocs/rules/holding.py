@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from lockdocs.diagnostics import Diagnostic, Severity
-from lockdocs.rules.context import Context, once_per_step, step_finding
+from lockdocs.rules.context import Context, held_locks, once_per_step, step_finding, steps_holding
 from lockdocs.rules.practice import ROW_EXAMPLE, held_text
 from lockdocs.rules.registry import rule
 
@@ -104,8 +104,7 @@ paths:
     },
 )
 def left_open(ctx: Context) -> Iterable[Diagnostic]:
-    returns = (ev for ev in ctx.all_events if ev.kind == "leave_open" and ev.held)
-    for step in once_per_step(returns):
+    for step in steps_holding(ctx.all_events, "leave_open"):
         yield step_finding(
             "LD307",
             Severity.INFO,
@@ -113,5 +112,5 @@ def left_open(ctx: Context) -> Iterable[Diagnostic]:
             f"path '{step.owner}' returns with its transaction open, holding "
             f"{held_text(step.held)}",
             "end the transaction before returning, or keep what runs after the return short",
-            tuple(sorted({h.lock for h in step.held})),
+            held_locks(step),
         )

@@ -16,6 +16,22 @@ from lockdocs.rules.context import Context
 from lockdocs.rules.keyrules import advisory, is_family, locks_example
 from lockdocs.rules.registry import rule
 
+# golang-migrate's Postgres lock: its key is the crc32 of the database name times a constant
+# (`GenerateAdvisoryLockId`), so it can land on any 32-bit value, a team's constants included.
+_MIGRATIONS = """\
+  migrations:
+    title: Schema migrations
+    kind: advisory
+    key:
+      application:
+        function: GenerateAdvisoryLockId
+        algorithm: crc32
+        multiplier: 1486364155
+        bits: 32
+        text: database_name
+    modes: {exclusive: the migrator}
+"""
+
 
 @rule(
     "LD104",
@@ -40,18 +56,8 @@ from lockdocs.rules.registry import rule
     kind: advisory
     key: {constant: {value: 1764327054}}
     modes: {exclusive: allocations}
-  migrations:
-    title: Schema migrations
-    kind: advisory
-    key:
-      application:
-        function: GenerateAdvisoryLockId
-        algorithm: crc32
-        multiplier: 1486364155
-        bits: 32
-        text: database_name
-    modes: {exclusive: the migrator}
-""",
+"""
+        + _MIGRATIONS,
     ),
     use_instead=locks_example(
         "",
@@ -61,18 +67,8 @@ from lockdocs.rules.registry import rule
     kind: advisory
     key: {hashtextextended: {text: registry}}
     modes: {exclusive: allocations}
-  migrations:
-    title: Schema migrations
-    kind: advisory
-    key:
-      application:
-        function: GenerateAdvisoryLockId
-        algorithm: crc32
-        multiplier: 1486364155
-        bits: 32
-        text: database_name
-    modes: {exclusive: the migrator}
-""",
+"""
+        + _MIGRATIONS,
     ),
 )
 def collisions(ctx: Context) -> Iterable[Diagnostic]:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Severity
-from lockdocs.rules.context import Context, once_per_step, step_finding
+from lockdocs.rules.context import Context, held_locks, once_per_step, step_finding, steps_holding
 from lockdocs.rules.registry import rule
 
 if TYPE_CHECKING:
@@ -132,15 +132,14 @@ paths:
     },
 )
 def external_under_lock(ctx: Context) -> Iterable[Diagnostic]:
-    calls = (ev for ev in ctx.all_events if ev.kind == "external" and ev.held)
-    for step in once_per_step(calls):
+    for step in steps_holding(ctx.all_events, "external"):
         yield step_finding(
             "LD302",
             Severity.WARNING,
             step,
             f"path '{step.owner}' calls {step.event.name!r} while holding {held_text(step.held)}",
             "make the call before the transaction takes its locks, or after it commits",
-            tuple(sorted({h.lock for h in step.held})),
+            held_locks(step),
         )
 
 

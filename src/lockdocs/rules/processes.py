@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from lockdocs.diagnostics import Diagnostic, Severity
-from lockdocs.rules.context import Context, once_per_step, step_finding
+from lockdocs.rules.context import Context, held_locks, once_per_step, step_finding
 from lockdocs.rules.registry import rule
 
 
@@ -82,7 +82,7 @@ def guarded_in_one_process(ctx: Context) -> Iterable[Diagnostic]:
         on = f" on {backend}" if backend else ""
         for step in once_per_step(writes):
             ev = step.event
-            locks = tuple(sorted({h.lock for h in step.held}))
+            locks = held_locks(step)
             yield step_finding(
                 "LD308",
                 Severity.ERROR,

@@ -1,8 +1,8 @@
 """The lock-order section: where a new lock goes.
 
 From the graph's edges it derives, for each connected part of the graph, levels to take the locks
-in (every edge goes from an earlier level to a later one), the pairs taken in both orders with
-what keeps their transactions apart, and for each lock the paths that take several instances in
+in (every edge goes from an earlier level to a later one), the pairs taken in both orders (each
+explained by `bothways`), and for each lock the paths that take several instances in
 an order other than the declared one, with the exception that allows it.
 """
 
@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from lockdocs.analysis.gates import parent_gated, waits
-from lockdocs.render.edges import EdgeSet, PairEdge, _Raw, cycle_pairs
+from lockdocs.render.edges import EdgeSet, PairEdge, cycle_pairs
 from lockdocs.render.escape import Link
 from lockdocs.render.view.base import Context
+from lockdocs.render.view.bothways import BothWaysView, both_ways
 from lockdocs.render.words import mode_label, order_words
 
 
@@ -29,25 +29,6 @@ class EdgeView:
     self_edge: bool
     ordered: bool
     cycle: str  # "" | "reported" | "waived"
-
-
-@dataclass(frozen=True)
-class BothWaysView:
-    """Two locks taken in both orders, and what keeps the two orders from meeting."""
-
-    first: Link  # the order most paths follow: first, then `then`
-    then: Link
-    forward: tuple[Link, ...]  # paths that take `then` while holding `first`
-    backward: tuple[Link, ...]  # paths that take `first` while holding `then`
-    gate: Link | None  # a lock every such pair of transactions holds in conflicting modes
-    gate_forward: str  # its modes on each side, as words
-    gate_backward: str
-    never_waits: bool  # no gate, but one side takes its lock with SKIP LOCKED or NOWAIT
-    modes_apart: str  # when no gate: the modes that never wait on each other
-    cycle: str  # "" | "reported" | "waived": the check reports a deadlock here
-    # no gate, but the lock that waits is only taken under its parent (instances: {within:}),
-    # held on both sides in modes that conflict: (the child, the parent)
-    parent: tuple[Link, Link] | None = None
 
 
 @dataclass(frozen=True)
@@ -113,100 +94,6 @@ def _modes(ctx: Context, e: PairEdge) -> str:
     dst_kind = ctx.model.locks[e.dst].kind
     return ", ".join(
         f"{mode_label(src_kind, h)} then {mode_label(dst_kind, w)}" for h, w in e.modes
-    )
-
-
-def _mode_words(ctx: Context, lock: str, modes: set[str]) -> str:
-    kind = ctx.model.locks[lock].kind
-    return " or ".join(sorted(mode_label(kind, x) for x in modes))
-
-
-def both_ways(ctx: Context, es: EdgeSet, pair: tuple[str, str]) -> BothWaysView:
-    """Why the two orders of `pair` (taken both ways) do or do not meet."""
-    a, b = pair
-    fwd = es.raw_of(a, b)
-    back = es.raw_of(b, a)
-    gates: dict[str, tuple[set[str], set[str]]] = {}
-    ungated: list[tuple[_Raw, _Raw]] = []
-    for x in fwd:
-        for y in back:
-            if (
-                x.witness is not None
-                and y.witness is not None
-                and x.witness.backend != y.witness.backend
-            ):
-                continue  # two backends never share a transaction
-            g = es.gate(x, y)
-            if g is None:
-                ungated.append((x, y))
-                continue
-            mf, mb = gates.setdefault(g[0], (set(), set()))
-            mf.add(g[1])
-            mb.add(g[2])
-    gate = next(iter(sorted(gates))) if len(gates) == 1 and not ungated else None
-    live, waived = cycle_pairs(ctx.diags)
-    cycle = (
-        "reported"
-        if (a, b) in live or (b, a) in live
-        else "waived"
-        if (a, b) in waived or (b, a) in waived
-        else ""
-    )
-    apart = ""
-    skips = bool(ungated) and all(
-        x.witness is not None
-        and y.witness is not None
-        and (x.witness.never_waits or y.witness.never_waits)
-        for x, y in ungated
-    )
-    parent: tuple[Link, Link] | None = None
-    if gate is None and ungated and not skips:
-        pairs = [
-            (x.witness, y.witness)
-            for x, y in ungated
-            if x.witness is not None and y.witness is not None
-        ]
-        child = next(
-            (
-                lk
-                for u, v in pairs
-                for w, h, lk in ((u, v, u.dst), (v, u, v.dst))
-                if parent_gated(es.ctx, w, h.held_parent)
-            ),
-            None,
-        )
-        if (
-            child is not None
-            and pairs
-            and all(
-                parent_gated(es.ctx, u, v.held_parent) or parent_gated(es.ctx, v, u.held_parent)
-                for u, v in pairs
-            )
-        ):
-            within = ctx.model.locks[child].within
-            assert within is not None
-            parent = (ctx.lock_link(child), ctx.lock_link(within))
-        elif not any(
-            waits(es.ctx, x.witness, y.witness) and waits(es.ctx, y.witness, x.witness)
-            for x, y in ungated
-            if x.witness is not None and y.witness is not None
-        ):
-            apart = (
-                f"{_mode_words(ctx, a, {x.held for x in fwd})} and "
-                f"{_mode_words(ctx, a, {y.wanted for y in back})}"
-            )
-    return BothWaysView(
-        first=ctx.lock_link(a),
-        then=ctx.lock_link(b),
-        forward=ctx.by_page_order(r.path for r in fwd),
-        backward=ctx.by_page_order(r.path for r in back),
-        gate=ctx.lock_link(gate) if gate else None,
-        gate_forward=_mode_words(ctx, gate, gates[gate][0]) if gate else "",
-        gate_backward=_mode_words(ctx, gate, gates[gate][1]) if gate else "",
-        never_waits=gate is None and skips,
-        modes_apart=apart,
-        cycle=cycle,
-        parent=parent,
     )
 
 

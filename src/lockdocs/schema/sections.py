@@ -1,0 +1,184 @@
+"""The schema of locks.yaml's other sections: transaction kinds, rules, exceptions, the page
+settings, differences, planned work, the checks to run and the project limits.
+"""
+
+from __future__ import annotations
+
+from lockdocs.schema.vocabulary import ALL_MODES, KINDS, issue_numbers, obj, string, strings
+
+TRANSACTION = obj(
+    "A kind of transaction: how it is opened and what bounds its lock waits.",
+    {
+        "title": string("The kind's name in the code, e.g. entitlements.Materializing."),
+        "opened_by": string("The helper that opens it, e.g. BeginMaterializing."),
+        "first": obj(
+            "The lock the kind takes as its first statement.",
+            {"lock": string("A lock id."), "mode": string("The mode.", enum=ALL_MODES)},
+            ["lock"],
+        ),
+        "isolation": string(
+            "The isolation level.",
+            enum=["read committed", "repeatable read", "serializable"],
+        ),
+        "lock_timeout": string(
+            "The bound on each lock wait, e.g. '5s', or 'none' (waits until the context ends).",
+            pattern=r"^(none|[0-9]+(ms|s|min))$",
+        ),
+        "on_timeout": string("What a wait past the bound surfaces as (e.g. SQLSTATE 55P03)."),
+        "database": string(
+            "The database this kind's transactions connect to, when the application uses "
+            "several. Database locks (advisory, row, table) exclude only within one database; "
+            "kinds that name none share one default database."
+        ),
+        "notes": string("Further prose."),
+    },
+)
+
+RULE = obj(
+    "An invariant every path keeps. Give exactly one check, or none for a rule the tool cannot check.",
+    {
+        "title": string("One line naming the rule."),
+        "text": string("The rule in prose, as the page shows it."),
+        "first": obj(
+            "The lock a transaction must take first.",
+            {
+                "lock": string("A lock id."),
+                "mode": string("The mode.", enum=ALL_MODES),
+                "when_writes": strings("Only transactions that write one of these."),
+                "transactions": strings("Only transactions of these kinds."),
+            },
+            ["lock"],
+        ),
+        "before": obj(
+            "In one transaction, lock `first` is taken before lock `then`, never after.",
+            {"first": string("A lock id."), "then": string("A lock id.")},
+            ["first", "then"],
+        ),
+        "sorted": obj(
+            "Several instances of the lock in one transaction follow its declared order.",
+            {"lock": string("A lock id.")},
+            ["lock"],
+        ),
+        "scope": obj(
+            "Every lock of a kind has this scope.",
+            {
+                "kind": string("A lock kind.", enum=KINDS),
+                "scope": string("The scope.", enum=["transaction", "session"]),
+            },
+            ["kind", "scope"],
+        ),
+        "order": obj(
+            "A global written order: a lock may be taken only while holding locks of earlier levels.",
+            {
+                "levels": {
+                    "type": "array",
+                    "description": "Levels, first to last; each a list of lock ids.",
+                    "items": {"type": "array", "items": {"type": "string"}},
+                }
+            },
+            ["levels"],
+        ),
+        "lock_before_write": obj(
+            "A write happens only while the lock is held.",
+            {"lock": string("A lock id."), "writes": strings("Write names the rule covers.")},
+            ["lock", "writes"],
+        ),
+        "issues": issue_numbers(),
+    },
+    ["title"],
+)
+
+EXCEPTION = obj(
+    "A known deviation of a path from a rule: the finding it matches is reported as waived.",
+    {
+        "rule": string("A declared rule id or a check code (e.g. LD202)."),
+        "path": string("The path id the deviation is in."),
+        "lock": string("Narrows the waiver to findings about this lock."),
+        "branch": string("Narrows the waiver to findings in this branch of the path."),
+        "issue": {"type": "integer", "minimum": 1, "description": "The issue that tracks it."},
+        "title": string("One line for the page."),
+        "why": string("Why it is safe, or what is planned."),
+    },
+    ["rule", "why"],
+)
+
+PAGE = obj(
+    "The generated page.",
+    {
+        "title": string("The page title."),
+        "audience": string("Who the page is for."),
+        "summary": string("One sentence under the title."),
+        "intro": string(
+            "Prose before the tables: paragraphs and '-' lists, with `code` and "
+            "[links](https://...) kept (http, https, mailto and #anchors only); any other "
+            "markup shows literally."
+        ),
+        "output": string(
+            "The page's file under docs/, e.g. database-locks.md.",
+            pattern=r"^[A-Za-z0-9_./-]+\.md$",
+        ),
+        "key_intro": string("Prose before the key constructions (as intro)."),
+        "order_intro": string("Prose before the paths (as intro)."),
+    },
+    ["title"],
+)
+
+DIFFERENCE = obj(
+    "A way the paths differ that breaks no checked rule, recorded for the reader.",
+    {
+        "title": string("One line for the page."),
+        "why": string("What differs, and why it is safe or what is planned."),
+        "issue": {"type": "integer", "minimum": 1, "description": "The issue that tracks it."},
+        "paths": strings("The path ids it concerns."),
+        "locks": strings("The lock ids it concerns."),
+    },
+    ["title", "why"],
+)
+
+PLANNED = obj(
+    "Planned work the page names.",
+    {
+        "issue": {"type": "integer", "minimum": 1, "description": "The issue number."},
+        "title": string("What the work does."),
+        "affects": strings("Lock ids or path ids the work changes."),
+    },
+    ["issue", "title"],
+)
+
+CHECKS = {
+    "type": "object",
+    "description": (
+        "Severity per check code (LD301: info): error, warning, info or off (YAML reads a "
+        "bare off as false, which means off too). A code that names no check is a warning "
+        "(LD020)."
+    ),
+    "additionalProperties": {"enum": ["error", "warning", "info", "off", False]},
+}
+
+
+LIMITS = obj(
+    "Bounds on the analysis's work. Past one, lockdocs reports that it stopped (LD209 refuses a "
+    "path too large to analyse, LD204 names a cycle search it could not finish) instead of "
+    "running for ever or passing over a deadlock in silence. The defaults suit projects far "
+    "larger than any hand-written one; raise them only for a project that needs it.",
+    {
+        "path_work": {
+            "type": "integer",
+            "minimum": 1,
+            "description": (
+                "Work units one path may take when it is flattened (each state through each "
+                "step, and each held lock recorded); 250,000 by default (the largest path of "
+                "a hand-written project needs a few hundred); all paths together may take "
+                "twenty times that."
+            ),
+        },
+        "cycle_search": {
+            "type": "integer",
+            "minimum": 1,
+            "description": (
+                "States one cycle search may visit (a hop with the gates claimed so far); "
+                "200,000 by default."
+            ),
+        },
+    },
+)
