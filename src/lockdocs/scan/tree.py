@@ -16,6 +16,7 @@ from typing import Any
 
 from lockdocs.scan.found import KeyShape
 from lockdocs.scan.keyshape import func_name, shape_of_args, unwrap
+from lockdocs.schema.vocabulary import TABLE_MODES  # weakest first: lock level 1 to 8
 
 Node = dict[str, Any]
 
@@ -26,16 +27,6 @@ ROW_STRENGTH = {
     "LCS_FORUPDATE": "for update",
 }
 WAIT = {"LockWaitSkip": "skip locked", "LockWaitError": "nowait"}
-TABLE_MODES = [
-    "access share",
-    "row share",
-    "row exclusive",
-    "share update exclusive",
-    "share",
-    "share row exclusive",
-    "exclusive",
-    "access exclusive",
-]
 
 
 def _advisory() -> dict[str, tuple[str, str, bool]]:
