@@ -5,7 +5,8 @@ a Python or Go file with a map back to its line and column); `sqltext` parses ea
 Postgres's own parser (pglast), PL/pgSQL bodies included (`plpgsql`, on the shared `sqlbase`);
 `tree` finds the locks in a parse tree and `keyshape` reads advisory key expressions; `collect`
 globs the files, keeps the per-file cache (`cache`) and resolves what depends on other files
-(key columns, foreign keys); `decls` says what the declarations expect and `compare` matches
-the result with the model and reports findings and coverage. Nothing here is imported unless `code:` is set or `lockdocs
-scan` runs.
+(key columns, foreign keys); `decls` says what the declarations expect, `compare` matches
+the result with the model and reports findings and coverage, and `howtaken` checks that a
+matched statement takes its lock the declared way. Nothing here is imported unless `code:`
+is set or `lockdocs scan` runs.
 """

@@ -18,7 +18,6 @@ from lockdocs.grammar import an
 from lockdocs.scan.collect import Item, ScanResult
 from lockdocs.scan.decls import (
     SQL_KINDS,
-    STRENGTH,
     Coverage,
     Decl,
     LockCoverage,
@@ -31,6 +30,7 @@ from lockdocs.scan.decls import (
     tables_of,
 )
 from lockdocs.scan.found import Site
+from lockdocs.scan.howtaken import check_modes
 from lockdocs.scan.keyshape import describe, key_differences
 
 
@@ -90,7 +90,7 @@ class Comparison:
         if of_lock:
             if cov is not None:
                 cov.takers_found += 1
-            self.check_modes(d, lock, of_lock)
+            check_modes(self.add, d, lock, of_lock)
             return
         what = d.names[0] if d.taker else " -> ".join(d.names)
         if d.taker is None:
@@ -161,85 +161,6 @@ class Comparison:
                     item=it,
                 )
                 return
-
-    def check_modes(self, d: Decl, lock: m.Lock, items: list[Item]) -> None:
-        strongest = max(items, key=lambda it: STRENGTH.get(it.lock.mode, 0))
-        found = strongest.lock.mode
-        expected = {d.mode} if d.mode else set(lock.mode_names)
-        if found not in expected:
-            self.add(
-                "LD703",
-                f"{statement_of(strongest)} takes '{lock.id}' {found.upper()}, but it is declared "
-                f"{' or '.join(sorted(x.upper() for x in expected))}",
-                location_of(strongest),
-                "make the SQL and the declaration agree: change the locking clause, or the "
-                "mode in locks.yaml",
-                details=(f"declared at {d.location}",),
-                locks=(lock.id,),
-                item=strongest,
-            )
-        if lock.kind == "row":
-            declared = {d.option} if d.option else set(lock.options)
-            for it in items:
-                if it.lock.implicit:
-                    continue
-                if it.lock.option and it.lock.option not in declared:
-                    self.add(
-                        "LD703",
-                        f"{statement_of(it)} takes '{lock.id}' {it.lock.option.upper()}, which is not "
-                        "declared",
-                        location_of(it),
-                        f"add option: {it.lock.option} to the step (or options: to the lock), "
-                        "or drop it from the SQL",
-                        details=(f"declared at {d.location}",),
-                        locks=(lock.id,),
-                        item=it,
-                    )
-                elif not it.lock.option and declared and d.option:
-                    self.add(
-                        "LD703",
-                        f"{statement_of(it)} takes '{lock.id}' without {d.option.upper()}, which is "
-                        "declared",
-                        location_of(it),
-                        f"add {d.option.upper()} to the locking clause, or drop option: from the step",
-                        details=(f"declared at {d.location}",),
-                        locks=(lock.id,),
-                        item=it,
-                    )
-        if lock.kind == "advisory" and d.taker is None:
-            for it in items:
-                if it.lock.try_ == d.tries:
-                    continue
-                if it.lock.try_:
-                    message = f"{statement_of(it)} takes '{lock.id}' with {it.lock.function}, which never waits, but the step waits for it"
-                    hint = "declare try: on the step (what the code does when the lock is not free)"
-                else:
-                    message = f"{statement_of(it)} takes '{lock.id}' with {it.lock.function}, which waits, but the step is declared try:"
-                    hint = "use the pg_try_advisory_* form the step declares, or remove try: from the step"
-                self.add(
-                    "LD703",
-                    message,
-                    location_of(it),
-                    hint,
-                    details=(f"declared at {d.location}",),
-                    locks=(lock.id,),
-                    item=it,
-                )
-                break
-        if lock.kind == "advisory":
-            for it in items:
-                if it.lock.scope and it.lock.scope != lock.scope:
-                    self.add(
-                        "LD703",
-                        f"{statement_of(it)} takes '{lock.id}' with {it.lock.function}, "
-                        f"{an(it.lock.scope)}-level lock, but the lock is declared {lock.scope}-scoped",
-                        location_of(it),
-                        "use the pg_advisory_xact_* form for a transaction-scoped lock, or "
-                        f"declare scope: {it.lock.scope}",
-                        details=(f"declared at {d.location}",),
-                        locks=(lock.id,),
-                        item=it,
-                    )
 
     # -- the code's side --------------------------------------------------------------------------
 
