@@ -15,7 +15,7 @@ from lockdocs.diagnostics import Diagnostic, Location, Severity
 from lockdocs.grammar import an
 from lockdocs.load import Document
 from lockdocs.modes import modes_for_kind
-from lockdocs.schema.definition import ALL_MODES
+from lockdocs.schema.vocabulary import ALL_MODES
 
 
 def did_you_mean(name: str, known: list[str]) -> str:

@@ -22,11 +22,7 @@ from lockdocs.schema.sections import (
     TRANSACTION,
 )
 from lockdocs.schema.steps import PATH, step_schema
-
-# project.py still reads ALL_MODES from here; it moves to vocabulary with project's own split.
-from lockdocs.schema.vocabulary import ALL_MODES, DRAFT, ID_PATTERN, string
-
-__all__ = ["ALL_MODES", "locks_schema", "paths_schema", "shipped_files"]
+from lockdocs.schema.vocabulary import DRAFT, ID_PATTERN, string
 
 
 def defs() -> dict[str, Any]:
