@@ -15,8 +15,8 @@ search over concrete interleavings finds must be reported as LD201, LD202 or LD2
   every mode a lock is granted stays held, a row's wait queue is the server's, and four
   transactions run where that queue can matter. tests/test_pg_oracle.py checks its tables and
   its deadlocks for issue 17's classes on a live PostgreSQL 15.
-- The default suite (and so .ci/run) draws 1,000 specs, in two halves from fixed seeds (the
-  same specs every run; the halves run on two cores at once under pytest -n; about a minute
+- The default suite (and so .ci/run) draws 600 specs, in two halves from fixed seeds (the
+  same specs every run; the halves run on two cores at once under pytest -n; under a minute
   each on an idle core; LOCKDOCS_ORACLE_EXAMPLES=150 for a quick local run). `make fuzz`
   (`pytest -m fuzz`) draws 5,000 more with a fresh seed each time, in two halves
   (LOCKDOCS_ORACLE_SEED=<n> to replay one). The oracle searches at most 100,000 states a spec
@@ -58,7 +58,7 @@ from oracle.explore import Explorer
 from oracle.strategies import queue_specs, specs
 
 REPO = FsPath(__file__).resolve().parents[1]
-EXAMPLES = int(os.environ.get("LOCKDOCS_ORACLE_EXAMPLES", "1000"))
+EXAMPLES = int(os.environ.get("LOCKDOCS_ORACLE_EXAMPLES", "600"))
 FUZZ_EXAMPLES = 5000
 # States the oracle may search per spec, over all its configurations (LOCKDOCS_ORACLE_STATES to
 # change): without a bound, the ten costliest of 1,000 specs took more than half the run (over a
