@@ -118,7 +118,7 @@ def diagram(modules: list[str], found: list[arch.Import]) -> str:
 
 def _summary(path: Path) -> str:
     """The first paragraph of a module's docstring, on one line."""
-    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    doc = ast.get_docstring(arch.parsed(path)) or ""
     return " ".join(doc.split("\n\n")[0].split())
 
 

@@ -222,10 +222,28 @@ def _typing_block(node: ast.AST) -> bool:
     return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
 
 
+def parsed(path: Path) -> ast.Module:
+    """A module's tree, parsed once per version of the file in a process: the architecture page,
+    its check and the import tests each read every module, and parsing was most of their time."""
+    st = path.stat()
+    key = (str(path), st.st_mtime_ns, st.st_size)
+    tree = _PARSED.get(key)
+    if tree is None:
+        tree = _PARSED[key] = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    return tree
+
+
+_PARSED: dict[tuple[str, int, int], ast.Module] = {}
+# Imports are statements, so the walk enters only what can hold statements.
+_HOLDS_STATEMENTS = (ast.stmt, ast.ExceptHandler, ast.match_case)
+
+
 def _imports_of(
     tree: ast.AST, where: str = "top"
 ) -> Iterator[tuple[ast.Import | ast.ImportFrom, str]]:
     for node in ast.iter_child_nodes(tree):
+        if not isinstance(node, _HOLDS_STATEMENTS):
+            continue
         if isinstance(node, ast.Import | ast.ImportFrom):
             yield node, where
         elif _typing_block(node):
@@ -254,7 +272,7 @@ def imports(root: Path, package: str) -> list[Import]:
 
     out: set[Import] = set()
     for name, path in known.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        tree = parsed(path)
         here = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
         for node, where in _imports_of(tree):
             targets: list[str] = []
@@ -365,7 +383,7 @@ def imports_in_functions(root: Path, package: str) -> list[tuple[str, int, str]]
     whatever it imports (the package's own modules, the standard library, a dependency)."""
     out: list[tuple[str, int, str]] = []
     for name, path in modules(root, package).items():
-        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        tree = parsed(path)
         for node, where in _imports_of(tree):
             if where != "function":
                 continue
