@@ -235,6 +235,11 @@ def test_templates_sample(tmp_path: Path) -> None:
 
 
 @pytest.mark.fuzz
+# A drawn template that calls itself hits Python's recursion limit, which lockdocs reports as
+# LD601. When a garbage collection runs at that depth, hypothesis's gc timing callback
+# (junkdrawer.gc_cumulative_time) raises too, and Python can only report that as unraisable.
+# It is hypothesis's callback, not lockdocs: the CI fuzz run of 89e1712 failed on it alone.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_fuzz_hostile_long(tmp_path: Path) -> None:
     before = _peak_rss_mib()
     links = _link_run(LONG)
