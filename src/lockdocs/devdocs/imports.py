@@ -85,11 +85,13 @@ LAYERS: tuple[tuple[str, tuple[str, ...], str], ...] = (
             "lockdocs.diagnostics",
             "lockdocs.grammar",
             "lockdocs.pghash",
+            "lockdocs.pgparse",
             "lockdocs.colour",
             "lockdocs.progress",
         ),
         "Leaves that import nothing of the package: a finding as data, the words messages are "
-        "made of, Postgres's hash functions, terminal colour and progress, the version.",
+        "made of, Postgres's hash functions and its parser made safe on any text, terminal colour "
+        "and progress, the version.",
     ),
 )
 

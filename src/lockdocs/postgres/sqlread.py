@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pglast import ast, visitors
-from pglast.parser import ParseError, normalize, parse_sql
+from pglast.parser import normalize
 
-from lockdocs import pghash
+from lockdocs import pghash, pgparse
 from lockdocs.schema.vocabulary import TABLE_MODES
 
 _STRENGTH = {1: "for key share", 2: "for share", 3: "for no key update", 4: "for update"}
@@ -157,10 +157,18 @@ def _advisory(node: Any) -> AdvisoryCall | None:
 
 
 def read(statement: str) -> Reading:
+    """What one logged statement locks; a long one is read on pgparse's deep stack, since the
+    visitor below walks the tree recursively."""
     try:
-        stmts = parse_sql(statement)
-    except ParseError as exc:
+        if len(statement) < pgparse.SHORT:
+            return _read(statement)
+        return pgparse.deep(_read, statement)
+    except pgparse.ParseError as exc:
         return Reading(error=f"the statement does not parse: {exc}")
+
+
+def _read(statement: str) -> Reading:
+    stmts = pgparse.parse(statement)
     calls: list[AdvisoryCall] = []
     relations: list[RelationLock] = []
 
@@ -239,6 +247,11 @@ def masked(statement: str) -> str:
 
     try:
         # With every literal now a $n, splitting on white space cannot cut a string apart.
-        return " ".join(str(normalize(statement)).split())
-    except ParseError:
+        text = str(
+            normalize(statement)
+            if len(statement) < pgparse.SHORT
+            else pgparse.deep(normalize, statement)
+        )
+        return " ".join(text.split())
+    except pgparse.ParseError:
         return " ".join(statement.split())

@@ -12,9 +12,8 @@ from dataclasses import dataclass
 
 from pglast import ast
 from pglast.keywords import RESERVED_KEYWORDS, TYPE_FUNC_NAME_KEYWORDS
-from pglast.parser import ParseError, parse_sql
 
-from lockdocs import keys
+from lockdocs import keys, pgparse
 from lockdocs import model as m
 
 # The two-int4 namespace of stand-ins: memory locks and keys lockdocs cannot compute.
@@ -72,8 +71,8 @@ def table_of(declared: str | None, lock_id: str, into: str | None = None) -> Tab
 def _declared_table(declared: str | None, lock_id: str) -> Table:
     if declared:
         try:
-            stmts = parse_sql(f"select from {declared}")
-        except ParseError:
+            stmts = pgparse.parse(f"select from {declared}")
+        except pgparse.ParseError:
             stmts = ()
         select = stmts[0].stmt if len(stmts) == 1 else None
         if isinstance(select, ast.SelectStmt) and select.fromClause:

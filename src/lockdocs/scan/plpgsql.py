@@ -5,12 +5,12 @@ through the body to the file, loops marked; the locks found are the function's."
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Callable
 from typing import Any
 
-from pglast.parser import ParseError, parse_plpgsql_json, parse_sql_json, scan
+from pglast.parser import ParseError, scan
 
+from lockdocs import pgparse
 from lockdocs.scan.found import Site
 from lockdocs.scan.keyshape import unwrap
 from lockdocs.scan.sources import Lines, Unit
@@ -79,7 +79,7 @@ class Bodies(Reader):
         self, unit: Unit, code: str, base: int, exact: bool, name: str | None, site: int
     ) -> None:
         try:
-            tree = json.loads(parse_sql_json(code))
+            tree = pgparse.parse_json(code)
         except ParseError as exc:
             self._syntax(unit, exc, base if exact else 0)
             return
@@ -106,7 +106,7 @@ class Bodies(Reader):
                 "$lockdocs_do$" + code + "$lockdocs_do$"
             )
         try:
-            tree = json.loads(parse_plpgsql_json(source))
+            tree = pgparse.parse_plpgsql_json(source)
         except ParseError as exc:
             self.warn(
                 unit,
@@ -194,7 +194,7 @@ class Bodies(Reader):
             return  # nothing in it can take a lock; skip the second parse
         line_start = body_lines.starts[min(max(lineno, 1), len(body_lines.starts)) - 1]
         try:
-            tree = json.loads(parse_sql_json(sql))
+            tree = pgparse.parse_json(sql)
         except ParseError as exc:
             self.warn(
                 unit,

@@ -8,13 +8,13 @@ parts share.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from pglast.parser import ParseError, parse_sql_json, scan
+from pglast.parser import ParseError, scan
 
+from lockdocs import pgparse
 from lockdocs.scan.found import Site, SqlWaiver
 from lockdocs.scan.keyshape import unwrap
 from lockdocs.scan.plpgsql import Bodies
@@ -32,10 +32,16 @@ class Analyser(Bodies):
     waivers written in its comments."""
 
     def add(self, unit: Unit) -> bool:
-        """Analyse one text; False when a source literal turns out not to be SQL."""
+        """Analyse one text; False when a source literal turns out not to be SQL. A long text
+        is read on pgparse's deep stack: the walks below recurse over its tree."""
+        if len(unit.text) < pgparse.SHORT:
+            return self._add(unit)
+        return pgparse.deep(self._add, unit)
+
+    def _add(self, unit: Unit) -> bool:
         text = unit.text
         try:
-            tree = json.loads(parse_sql_json(text))
+            tree = pgparse.parse_json(text)
         except ParseError as exc:
             if unit.from_source:
                 swapped = driver_placeholders(text) if "%" in text else None
@@ -104,7 +110,7 @@ class Analyser(Bodies):
                 continue
             sub = Unit(piece, [(0, unit.file_offset(a))], unit.name, unit.aliases)
             try:
-                parse_sql_json(piece)
+                pgparse.parse_json(piece)
             except ParseError as exc:
                 self._syntax(sub, exc, 0)
                 continue
