@@ -54,7 +54,9 @@ def _explore(case: Path, dsn: str) -> tuple[int, list[str]]:
                 _tables(obs, (sa, sb), made)
                 for order in schedules(model, sa, sb):
                     schedule = [
-                        driver.Statement(s, (sa, sb)[s][i].sql, (sa, sb)[s][i].label)
+                        driver.Statement(
+                            s, (sa, sb)[s][i].sql, (sa, sb)[s][i].label, (sa, sb)[s][i].params
+                        )
                         for s, i in order
                     ]
                     result = driver.run(

@@ -27,6 +27,7 @@ class Action:
     label: str
     target: sq.Target | None = None
     mode: str = ""
+    params: tuple[sq.Param, ...] = ()  # the values of the statement's $n
 
 
 Script = tuple[Action, ...]
@@ -108,7 +109,10 @@ class Compiler:
                 if lock == step.lock:
                     t = self.target(lock, inst)
                     if t.key_args:
-                        st.actions.append(Action(sq.release_sql(t, mode), f"release {t.label}"))
+                        sql = sq.release_sql(t, mode)
+                        st.actions.append(
+                            Action(sql, f"release {t.label}", params=sq.params_for(sql, t))
+                        )
                     del st.held[(lock, inst)]
             return [st]
         return [st]  # write, external, call: no lock
@@ -216,7 +220,9 @@ class Compiler:
                 # for paths that differ only in how often they re-take.
                 out.append(s)
                 continue
-            s.actions.append(Action(sql, f"{t.label} {step.mode}", t, step.mode))
+            s.actions.append(
+                Action(sql, f"{t.label} {step.mode}", t, step.mode, sq.params_for(sql, t))
+            )
             if step.option != "skip locked":
                 s.held[key] = step.mode
             out.append(s)
@@ -381,11 +387,15 @@ def _swapped(model: m.Model, script: Script) -> Script:
             continue
         other = 3 - t.instance if t.instance in DOMAIN else t.instance
         nt = sq.target(model.locks[t.lock], t.kind, other)
-        sql = x.sql.replace(t.key_args, nt.key_args) if t.key_args else x.sql
+        sql = x.sql
+        if t.key_args:  # the key is bound ($n, the same for both) or, in a DO block, written in
+            before = sq.inline(t.key_args, t.params, hex_text=True)
+            sql = sql.replace(before, sq.inline(nt.key_args, nt.params, hex_text=True))
         if t.table is not None:
             sql = sql.replace(f"where id = {t.instance}", f"where id = {other}")
             sql = sql.replace(f"values ({t.instance})", f"values ({other})")
-        out.append(Action(sql, x.label.replace(t.label, nt.label), nt, x.mode))
+        label = x.label.replace(t.label, nt.label)
+        out.append(Action(sql, label, nt, x.mode, sq.params_for(sql, nt)))
     return tuple(out)
 
 

@@ -6,6 +6,8 @@ sends the next one. A step of a session that is still waiting, or whose transact
 is held back until the session is free (and dropped when the transaction has failed), the way
 PostgreSQL's isolation tester treats a blocked session. Everything ends within a hard time
 limit: what is still waiting then is cancelled and reported as such.
+
+A statement's values travel as bound parameters (the extended protocol), never inside its text.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg import pq
 
+from lockdocs.postgres.statements import Param
+
 if TYPE_CHECKING:
     from psycopg.pq.abc import PGconn, PGresult
 
@@ -29,6 +33,7 @@ class Statement:
     session: int
     sql: str
     label: str = ""
+    params: tuple[Param, ...] = ()  # the values of the statement's $n, sent apart from it
 
 
 @dataclass
@@ -94,6 +99,20 @@ def _exec(conn: PGconn, sql: str) -> str | None:
     return None
 
 
+def _values(params: tuple[Param, ...]) -> tuple[list[bytes | None], list[int]]:
+    return [p.value.encode() for p in params], [p.oid for p in params]
+
+
+def query(conn: psycopg.Connection[Any], sql: str, params: tuple[Param, ...]) -> tuple[Any, ...]:
+    """The first row of `sql` run with bound `params` on an idle autocommit connection."""
+    values, types = _values(params)
+    res = conn.pgconn.exec_params(sql.encode(), values, types)
+    if res.status != pq.ExecStatus.TUPLES_OK or not res.ntuples:
+        raise DriverError(f"{sql}: {res.get_error_message().strip() or 'no row'}")
+    row = (res.get_value(0, c) for c in range(res.nfields))
+    return tuple(None if v is None else bytes(v).decode() for v in row)
+
+
 def _field(res: PGresult, name: str) -> str:
     raw = res.error_field(getattr(pq.DiagnosticField, name))
     return bytes(raw).decode(errors="replace") if raw else ""
@@ -134,7 +153,11 @@ def run(
 
         def send(i: int) -> None:
             s = schedule[i]
-            conns[s.session].send_query(s.sql.encode())
+            if s.params:
+                values, types = _values(s.params)
+                conns[s.session].send_query_params(s.sql.encode(), values, types)
+            else:
+                conns[s.session].send_query(s.sql.encode())
             answers[i].sent = True
             busy[s.session] = i
             sent_at[i] = answers[i].sent_at = time.monotonic()

@@ -5,56 +5,83 @@ The tables live in a schema of their own (lockdocs_replay), dropped in teardown,
 never meets the team's tables. As in PostgreSQL's own deadlock specs, the session that closes
 the cycle has a short deadlock_timeout and the others a long one, so the same session fails on
 every run and the expected output is stable.
+
+A spec is read by isolationtester's own scanner (specscanner.l), and every text of a
+declaration is written for it: a comment runs to the end of its line (a newline or a carriage
+return), so comments are `printable` (no line break or control left); a quoted name may hold no
+newline and doubles its quotes; an SQL block ends at its first `}`, so no SQL here holds one:
+values are written by `statements.inline` (a brace-free literal, or hex digits), and table
+names are plain. `spec` checks the last two before it returns.
 """
 
 from __future__ import annotations
 
+from lockdocs.diagnostics import printable
+from lockdocs.postgres import statements as sq
 from lockdocs.postgres.replay import session_setups
-from lockdocs.postgres.scenario import Scenario
+from lockdocs.postgres.scenario import Scenario, Step
 
 SCHEMA = "lockdocs_replay"
 
 
+class SpecError(ValueError):
+    """A text would break out of its place in the spec (a bug: the writers here prevent it)."""
+
+
 def _name(text: str) -> str:
-    return '"' + text.replace('"', "'") + '"'
+    """A quoted name: one line, its quotes doubled."""
+    return '"' + printable(text).replace('"', '""') + '"'
+
+
+def _comment(text: str) -> str:
+    return "# " + printable(text)
+
+
+def _sql(statement: str) -> str:
+    if "}" in statement or "\x00" in statement:
+        raise SpecError(f"a statement would end its spec block early: {statement!r}")
+    return statement
 
 
 def _block(statements: list[str], indent: str = "  ") -> str:
-    body = "\n".join(f"{indent}{s};" for s in statements)
+    body = "\n".join(f"{indent}{_sql(s)};" for s in statements)
     return "{\n" + body + "\n}"
+
+
+def _step_sql(st: Step) -> str:
+    return _sql(sq.inline(st.sql, sq.params_for(st.sql, st.target)))
+
+
+def _step_name(scenario: Scenario, n: int, st: Step) -> str:
+    s = scenario.sessions[st.session]
+    verb = "takes" if st.action == "take" else "asks for"
+    return _name(f"{s.name} {verb} {st.target.label} ({st.mode}) [{n + 1}]")
 
 
 def spec(scenario: Scenario) -> str:
     """The isolation spec of a scenario built with schema=SCHEMA."""
     sc = scenario
     lines = [
-        f"# lockdocs replay of {sc.code} at {sc.location}",
-        f"# {sc.message}",
-        f"# Expected: one session fails with {sc.expected} ({sc.why_expected}).",
+        _comment(f"lockdocs replay of {sc.code} at {sc.location}"),
+        _comment(sc.message),
+        _comment(f"Expected: one session fails with {sc.expected} ({sc.why_expected})."),
     ]
-    lines.extend(f"# Stand-in: {note}" for note in sc.stand_ins)
+    lines.extend(_comment(f"Stand-in: {note}") for note in sc.stand_ins)
     setup = [f"create schema if not exists {SCHEMA}"]
     setup += [stmt for stmt in sc.setup if stmt not in setup]
     lines += ["", "setup", _block(setup), "", "teardown"]
     lines.append(_block([f"drop schema if exists {SCHEMA} cascade"]))
     setups, _ = session_setups(sc)
-    names: list[str] = []
     for i, s in enumerate(sc.sessions):
         lines += ["", f"session {_name(s.name)}"]
         first = [stmt for stmt in setups[i] if not stmt.startswith("set application_name")]
         lines += ["setup", _block(first, "  ")]
         for n, st in enumerate(sc.steps):
-            if st.session != i:
-                continue
-            verb = "takes" if st.action == "take" else "asks for"
-            name = f"{s.name} {verb} {st.target.label} ({st.mode}) [{n + 1}]"
-            lines.append(f"step {_name(name)} {{ {st.sql}; }}")
+            if st.session == i:
+                lines.append(f"step {_step_name(sc, n, st)} {{ {_step_sql(st)}; }}")
         lines.append(f"step {_name(f'{s.name} ends')} {{ rollback; }}")
         lines += ["teardown", _block(["select pg_advisory_unlock_all()"])]
-    for n, st in enumerate(sc.steps):
-        s = sc.sessions[st.session]
-        verb = "takes" if st.action == "take" else "asks for"
-        names.append(_name(f"{s.name} {verb} {st.target.label} ({st.mode}) [{n + 1}]"))
+    names = [_step_name(sc, n, st) for n, st in enumerate(sc.steps)]
     # The closer fails; then each session, from the closer back, ends and so frees the one
     # that waits for it.
     k = len(sc.sessions)

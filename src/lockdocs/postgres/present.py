@@ -1,15 +1,30 @@
 """Verdicts -> text or JSON. Pids, transaction ids and OIDs in Postgres's own lines change from
 run to run; everything lockdocs says about them is stable (the failing session is always the
-one that closes the cycle when the replay can set deadlock_timeout)."""
+one that closes the cycle when the replay can set deadlock_timeout).
+
+Every line of the text goes through `printable`: a declaration's names and texts, and the
+server's messages that quote them, reach the terminal with no control, bidi or zero-width
+character left raw. JSON escapes controls itself; the invisible characters it would leave raw
+are written as \\u escapes too.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
+from lockdocs.diagnostics import printable
+from lockdocs.postgres import statements as sq
 from lockdocs.postgres.driver import Answer
 from lockdocs.postgres.replay import Verdict
 from lockdocs.postgres.scenario import Step
+
+# What json.dumps(ensure_ascii=False) leaves raw and a terminal or an editor shows wrongly or
+# not at all: bidi controls, zero-width and other invisible characters, line separators.
+_INVISIBLE = re.compile(
+    "[\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb]"
+)
 
 
 def _outcome(a: Answer) -> str:
@@ -26,9 +41,14 @@ def _outcome(a: Answer) -> str:
     return "no answer"
 
 
+def shown_sql(st: Step) -> str:
+    """The statement with its bound values in place, as a reader would write it."""
+    return sq.inline(st.sql, sq.params_for(st.sql, st.target))
+
+
 def _step_text(i: int, st: Step, a: Answer | None, v: Verdict) -> list[str]:
     head = f"{i + 1}. {st.describe(v.scenario.sessions)}"
-    return [f"{head}: {_outcome(a)}" if a else head, f"     {st.sql}"]
+    return [f"{head}: {_outcome(a)}" if a else head, f"     {shown_sql(st)}"]
 
 
 def text(verdicts: list[Verdict]) -> str:
@@ -69,7 +89,7 @@ def text(verdicts: list[Verdict]) -> str:
     if skipped:
         summary += f", {skipped} not replayable"
     lines.append(summary)
-    return "\n".join(lines) + "\n"
+    return "\n".join(printable(line) for line in lines) + "\n"
 
 
 def _answer_json(a: Answer) -> dict[str, Any]:
@@ -127,6 +147,7 @@ def as_json(verdicts: list[Verdict]) -> str:
                         "instance": st.target.instance,
                         "mode": st.mode,
                         "sql": st.sql,
+                        "params": [p.value for p in sq.params_for(st.sql, st.target)],
                         **(_answer_json(v.answers[i]) if i < len(v.answers) else {}),
                     }
                     for i, st in enumerate(sc.steps)
@@ -145,4 +166,5 @@ def as_json(verdicts: list[Verdict]) -> str:
                 ],
             }
         )
-    return json.dumps({"replays": out}, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    doc = json.dumps({"replays": out}, indent=2, sort_keys=True, ensure_ascii=False)
+    return _INVISIBLE.sub(lambda mt: f"\\u{ord(mt.group(0)):04x}", doc) + "\n"

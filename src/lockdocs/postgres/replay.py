@@ -15,12 +15,15 @@ from typing import Any
 import psycopg
 
 from lockdocs.postgres import driver
+from lockdocs.postgres import statements as sq
 from lockdocs.postgres.logs import Wait, advisory_tag_of, parse_detail
 from lockdocs.postgres.scenario import PRODUCTION_DEADLOCK_TIMEOUT_MS, Scenario, Step
 
 REPLAY_DEADLOCK_TIMEOUT_MS = 100
 LONG_DEADLOCK_TIMEOUT_MS = 60_000
 CANCELLED = "57014"  # our own cancel at the time limit
+# The words a session's BEGIN may hold (the schema's enum; nothing else is ever written there).
+ISOLATION_LEVELS = ("read committed", "repeatable read", "serializable")
 
 
 @dataclass
@@ -79,6 +82,8 @@ def session_setups(
             stmts.append(f"set deadlock_timeout = '{dt}ms'")
         timeout = _scaled(s.lock_timeout_ms, replay_dt, production_dt)
         stmts.append(f"set lock_timeout = '{timeout}ms'")
+        if s.isolation and s.isolation not in ISOLATION_LEVELS:
+            raise ValueError(f"not an isolation level: {s.isolation!r}")
         stmts.append(f"begin isolation level {s.isolation}" if s.isolation else "begin")
         setups.append(stmts)
     return setups, f"{replay_dt}ms"
@@ -99,7 +104,7 @@ class _Names:
         self.relations: dict[int, str] = {}
         for t in scenario.targets:
             if t.key_args:
-                values = obs.execute(f"select {t.key_args}").fetchone()
+                values = driver.query(obs, f"select {t.key_args}", t.params)
                 self.tags[advisory_tag_of(tuple(int(v) for v in values))] = t.label
             if t.table is not None:
                 for tb in (t.table, t.table.child):
@@ -165,7 +170,12 @@ def replay(
             scenario, superuser, server_dt, production_deadlock_timeout_ms
         )
         schedule = [
-            driver.Statement(st.session, st.sql, st.describe(scenario.sessions))
+            driver.Statement(
+                st.session,
+                st.sql,
+                st.describe(scenario.sessions),
+                sq.params_for(st.sql, st.target),
+            )
             for st in scenario.steps
         ]
         run = driver.run(dsn, setups, schedule, time_limit=time_limit, observer=obs)

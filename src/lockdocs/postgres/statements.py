@@ -4,10 +4,18 @@ A `Target` is one concrete lock: an advisory key (the expression the application
 so the server computes the hash itself), a row of a table named after the declared one, or a
 whole table. Memory locks live in the application, where Postgres cannot see them; a replay
 models one as a session advisory lock in a reserved two-int4 namespace and says so.
+
+Nothing a declaration holds is ever spliced into SQL: a key's texts and numbers are bound
+parameters (`$1`, `$2`: `Target.params`, sent apart from the statement, so no setting such as
+`standard_conforming_strings` can change how they are read), and names are quoted identifiers.
+`inline` writes a statement with its parameters in place for a reader or an isolation spec,
+which has no parameters: in a form the server reads the same under every setting.
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
 from dataclasses import dataclass
 
 from pglast import ast
@@ -19,6 +27,10 @@ from lockdocs import model as m
 # The two-int4 namespace of stand-ins: memory locks and keys lockdocs cannot compute.
 STAND_IN_NAMESPACE = "lockdocs stand-in"
 FOREIGN_KEY_CHILD = "__lockdocs_fk"  # suffix of the child table a FOR KEY SHARE take inserts into
+# Postgres truncates a longer identifier, so two long names could meet.
+NAMEDATALEN = 63
+BIGINT = (-(1 << 63), (1 << 63) - 1)
+INTEGER = (-(1 << 31), (1 << 31) - 1)
 
 _ADVISORY_FUNCTIONS = {
     # (scope, mode) -> the blocking function, its pg_try_ twin, and the unlock function
@@ -29,9 +41,45 @@ _ADVISORY_FUNCTIONS = {
 }
 
 
-def literal(text: str) -> str:
-    """A SQL string literal (standard_conforming_strings is on since PostgreSQL 9.1)."""
-    return "'" + text.replace("'", "''") + "'"
+TEXT, BIGINT_OID, INTEGER_OID = 25, 20, 23
+_PLACEHOLDER = re.compile(r"\$([0-9]+)")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One bound parameter: its text form and its type (the OID libpq sends with it)."""
+
+    value: str
+    oid: int  # 25 text, 20 bigint, 23 integer
+
+    def inline(self, hex_text: bool = False) -> str:
+        """The value as SQL that reads the same whatever the session's settings: a number in
+        decimal; a text of plain ASCII as a literal, when it holds no quote or backslash (which
+        `standard_conforming_strings` would change), no brace (which ends an isolation spec's
+        SQL block) and no dollar (which could end a dollar-quoted body); any other text spelled
+        in hex digits (always, with `hex_text`)."""
+        if self.oid != TEXT:
+            return self.value
+        if not hex_text and all(" " <= c <= "~" and c not in "'\\{}$" for c in self.value):
+            return "'" + self.value + "'"
+        return f"convert_from(decode('{self.value.encode().hex()}', 'hex'), 'UTF8')"
+
+
+def params_for(sql: str, t: Target | None) -> tuple[Param, ...]:
+    """The parameters statement `sql` (built here from target `t`) is sent with: as many of
+    the target's as it has placeholders (a DO block has none: its body cannot take any)."""
+    used = max((int(x) for x in _PLACEHOLDER.findall(sql)), default=0)
+    if t is None or used == 0:
+        return ()
+    return t.params[:used]
+
+
+def inline(sql: str, params: tuple[Param, ...], hex_text: bool = False) -> str:
+    """`sql` (built here, so a `$n` in it is always a placeholder) with its parameters in
+    place, for a reader or an isolation spec."""
+    if not params:
+        return sql
+    return _PLACEHOLDER.sub(lambda mt: params[int(mt.group(1)) - 1].inline(hex_text), sql)
 
 
 def quote_ident(name: str) -> str:
@@ -40,6 +88,28 @@ def quote_ident(name: str) -> str:
     if plain and name == name.lower() and name not in RESERVED_KEYWORDS | TYPE_FUNC_NAME_KEYWORDS:
         return name
     return '"' + name.replace('"', '""') + '"'
+
+
+def _fit(name: str, room: int = NAMEDATALEN) -> str:
+    """`name`, or when it is longer than Postgres keeps (in bytes), its start and a digest of
+    the whole, so two long names never become one."""
+    if len(name.encode()) <= room:
+        return name
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    head = name
+    while len(head.encode()) > room - 13:
+        head = head[:-1]
+    return f"{head}_{digest}"
+
+
+def _plain(name: str) -> str:
+    """A name of lowercase letters, digits and underscores only (a spec's tables, which must
+    hold no brace, quote or newline): other characters become `_`, with a digest of the
+    original so two names never meet."""
+    out = "".join(c if c.isascii() and (c.isalnum() or c == "_") else "_" for c in name.lower())
+    if out != name:
+        out += "_" + hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return out
 
 
 @dataclass(frozen=True)
@@ -63,9 +133,15 @@ class Table:
 def table_of(declared: str | None, lock_id: str, into: str | None = None) -> Table:
     """The declared table as (schema, name), parsed by PostgreSQL's own grammar (pglast); a
     name that is not a plain qualified name gets a stand-in named after the lock. With `into`,
-    every table moves into that one schema as <schema>_<table>."""
+    every table moves into that one schema as <schema>_<table>, in plain characters (an
+    isolation spec cannot hold a brace or a newline in a name). A name longer than Postgres
+    keeps is shortened with a digest of the whole, leaving room for the child table's suffix."""
     t = _declared_table(declared, lock_id)
-    return Table(into, f"{t.schema}_{t.name}") if into else t
+    if into:
+        return Table(
+            into, _fit(_plain(f"{t.schema}_{t.name}"), NAMEDATALEN - len(FOREIGN_KEY_CHILD))
+        )
+    return Table(_fit(t.schema), _fit(t.name, NAMEDATALEN - len(FOREIGN_KEY_CHILD)))
 
 
 def _declared_table(declared: str | None, lock_id: str) -> Table:
@@ -90,13 +166,45 @@ class Target:
     lock: str
     kind: str  # advisory | row | table | memory
     instance: int  # 1, 2, ...: which row or which key of a family; 1 for a single one
-    key_args: str = ""  # advisory/memory: the argument list of pg_advisory_*(...)
+    key_args: str = ""  # advisory/memory: the argument list of pg_advisory_*(...), with $n
     table: Table | None = None  # row/table
     stand_in: str = ""  # why the server sees something other than the application's lock
+    params: tuple[Param, ...] = ()  # the values of key_args' placeholders
 
     @property
     def label(self) -> str:
         return f"{self.lock}#{self.instance}"
+
+
+class _Args:
+    """An argument list being built: each value becomes the next placeholder."""
+
+    def __init__(self) -> None:
+        self.params: list[Param] = []
+
+    def text(self, value: str) -> str:
+        self.params.append(Param(value, TEXT))
+        return f"${len(self.params)}"
+
+    def number(self, value: int, oid: int = BIGINT_OID) -> str:
+        self.params.append(Param(str(value), oid))
+        return f"${len(self.params)}"
+
+
+def _storable(text: str) -> bool:
+    """Can the server hold this text? Not with a NUL, and not with a lone surrogate (which no
+    encoding writes)."""
+    if "\x00" in text:
+        return False
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _in(value: object, bounds: tuple[int, int]) -> bool:
+    return type(value) is int and bounds[0] <= value <= bounds[1]
 
 
 def _sample_text(kt: m.KeyText, instance: int) -> str:
@@ -106,54 +214,76 @@ def _sample_text(kt: m.KeyText, instance: int) -> str:
     return (kt.prefix or "") + kt.separator.join(values)
 
 
-def _text_call(fn: str, kt: m.KeyText, instance: int) -> str:
-    text = literal(_sample_text(kt, instance))
+def _text_call(fn: str, kt: m.KeyText, instance: int, args: _Args) -> str | None:
+    text = _sample_text(kt, instance)
+    if not _storable(text) or (fn == "hashtextextended" and not _in(kt.seed, BIGINT)):
+        return None
     if fn == "hashtextextended":
-        return f"hashtextextended({text}, {kt.seed})"
-    return f"hashtext({text})"
+        return f"hashtextextended({args.text(text)}, {args.number(kt.seed)})"
+    return f"hashtext({args.text(text)})"
 
 
-def _stand_in(lock_id: str, instance: int) -> str:
-    return f"hashtext({literal(STAND_IN_NAMESPACE)}), hashtext({literal(f'{lock_id}#{instance}')})"
+def _stand_in(lock_id: str, instance: int) -> tuple[str, tuple[Param, ...]]:
+    args = _Args()
+    sql = (
+        f"hashtext({args.text(STAND_IN_NAMESPACE)}), hashtext({args.text(f'{lock_id}#{instance}')})"
+    )
+    return sql, tuple(args.params)
 
 
-def advisory_args(lock: m.Lock, instance: int) -> tuple[str, str]:
-    """(argument list, stand-in note): the key as the application computes it."""
+def _computed(lock: m.Lock, instance: int) -> tuple[str, tuple[Param, ...]] | None:
+    """The key's argument list as the application computes it, or None when it cannot be
+    written (no key, an application hash lockdocs does not compute, a value out of range)."""
     key = lock.key
     if key is None:
-        return _stand_in(lock.id, instance), "the lock declares no key"
+        return None
+    args = _Args()
+    sql: str | None = None
     if key.construction in ("hashtextextended", "hashtext") and key.text is not None:
-        return _text_call(key.construction, key.text, instance), ""
-    if key.construction == "constant" and key.value is not None:
-        return str(key.value), ""
-    if key.construction == "int4pair":
-        halves = []
+        sql = _text_call(key.construction, key.text, instance, args)
+    elif key.construction == "constant" and _in(key.value, BIGINT):
+        sql = args.number(key.value)  # type: ignore[arg-type]
+    elif key.construction == "int4pair":
+        halves: list[str | None] = []
         for part in (key.first, key.second):
-            if isinstance(part, int):
-                halves.append(str(part))
-            elif isinstance(part, m.IntegerPart):
-                halves.append(str(instance))
-            elif part is not None:
-                halves.append(_text_call("hashtext", part, instance))
-        if len(halves) == 2:
-            return ", ".join(halves), ""
-    if key.construction == "integer":
-        return str(instance), ""
-    if key.construction == "application" and key.text is not None:
-        if key.algorithm in keys.APPLICATION_HASHES:
+            if isinstance(part, m.IntegerPart):
+                halves.append(args.number(instance, INTEGER_OID))
+            elif isinstance(part, m.KeyText):
+                halves.append(_text_call("hashtext", part, instance, args))
+            elif _in(part, INTEGER):
+                halves.append(args.number(part, INTEGER_OID))  # type: ignore[arg-type]
+            else:
+                halves.append(None)
+        if all(h is not None for h in halves):
+            sql = ", ".join(h for h in halves if h is not None)
+    elif key.construction == "integer":
+        sql = args.number(instance)
+    elif key.construction == "application" and key.text is not None:
+        text = _sample_text(key.text, instance)
+        if key.algorithm in keys.APPLICATION_HASHES and _storable(text):
             value = keys.application_value(
-                key.algorithm,
-                _sample_text(key.text, instance),
-                key.multiplier,
-                key.declared_bits,
-                key.signed,
+                key.algorithm, text, key.multiplier, key.declared_bits, key.signed
             )
-            if value is not None:
-                return str(value), ""
-        return _stand_in(lock.id, instance), (
-            f"the application's key function {key.function or '?'} is not one lockdocs computes"
-        )
-    return _stand_in(lock.id, instance), "the key cannot be computed"
+            if _in(value, BIGINT):
+                sql = args.number(value)  # type: ignore[arg-type]
+    return (sql, tuple(args.params)) if sql is not None else None
+
+
+def advisory_args(lock: m.Lock, instance: int) -> tuple[str, tuple[Param, ...], str]:
+    """(argument list with $n placeholders, their values, stand-in note): the key as the
+    application computes it, or a stand-in key that says why not."""
+    found = _computed(lock, instance)
+    if found is not None:
+        return found[0], found[1], ""
+    sql, params = _stand_in(lock.id, instance)
+    key = lock.key
+    if key is None:
+        why = "the lock declares no key"
+    elif key.construction == "application" and key.algorithm not in keys.APPLICATION_HASHES:
+        why = f"the application's key function {key.function or '?'} is not one lockdocs computes"
+    else:
+        why = "the key cannot be computed"
+    return sql, params, why
 
 
 def target(lock: m.Lock, kind: str, instance: int, schema: str | None = None) -> Target:
@@ -162,31 +292,35 @@ def target(lock: m.Lock, kind: str, instance: int, schema: str | None = None) ->
     if kind in ("row", "table"):
         return Target(lock.id, kind, instance, table=table_of(lock.table, lock.id, schema))
     if kind == "memory":
+        sql, params = _stand_in(lock.id, instance)
         return Target(
             lock.id,
             kind,
             instance,
-            key_args=_stand_in(lock.id, instance),
+            key_args=sql,
             stand_in="a memory lock lives in the application; the server holds a session "
             "advisory lock in its place",
+            params=params,
         )
-    args, note = advisory_args(lock, instance)
-    return Target(lock.id, kind, instance, key_args=args, stand_in=note)
+    args, params, note = advisory_args(lock, instance)
+    return Target(lock.id, kind, instance, key_args=args, stand_in=note, params=params)
 
 
 def take_sql(t: Target, mode: str, scope: str = "transaction", option: str | None = None) -> str:
-    """The statement that takes `t` in `mode` (and waits, unless `option` says otherwise).
+    """The statement that takes `t` in `mode` (and waits, unless `option` says otherwise), with
+    the target's parameters as $n (send it with `params_for`).
     A `try` gives up as the declared code does when the lock is not free: the advisory form
     raises lock_not_available (55P03, as NOWAIT does) when pg_try_* returns false, and a row or
-    table is taken NOWAIT."""
+    table is taken NOWAIT. That form is a DO block, whose body can take no parameters: the key
+    is written into it by `inline`, in decimal and hex digits only."""
     if t.kind in ("advisory", "memory"):
         scope = "session" if t.kind == "memory" else scope
         fn = _ADVISORY_FUNCTIONS[(scope, mode)]
         tried = f"{fn.replace('pg_', 'pg_try_', 1)}({t.key_args})"
         if option == "try":
             return (
-                f"do $$ begin if not {tried} then raise exception 'the lock is not free' "
-                "using errcode = 'lock_not_available'; end if; end $$"
+                f"do $$ begin if not {inline(tried, t.params, hex_text=True)} then raise exception "
+                "'the lock is not free' using errcode = 'lock_not_available'; end if; end $$"
             )
         if option in ("nowait", "skip locked"):
             return f"select {tried}"
