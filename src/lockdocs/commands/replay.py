@@ -3,6 +3,7 @@ isolation-tester spec). Loaded only by this command (it imports psycopg)."""
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 
@@ -11,13 +12,14 @@ import psycopg
 from lockdocs.api import check as run_check
 from lockdocs.commands import Format, ReplayFormat
 from lockdocs.commands.common import NoRoot, emit, fail, resolve_root
+from lockdocs.diagnostics import printable
 from lockdocs.model import Model
 from lockdocs.postgres import present, run
 from lockdocs.postgres.driver import DriverError
 from lockdocs.postgres.isolation import SCHEMA, spec
 from lockdocs.postgres.run import Selected
 from lockdocs.postgres.scenario import Scenario, duration_ms
-from lockdocs.postgres.server import ServerUnavailable
+from lockdocs.postgres.server import ServerUnavailable, Stopped, stop_on_signals
 
 
 def replay(
@@ -41,7 +43,7 @@ def replay(
     production_dt = duration_ms(deadlock_timeout)
     if production_dt <= 0:
         return fail(
-            f"--deadlock-timeout '{deadlock_timeout}' is not a duration",
+            printable(f"--deadlock-timeout '{deadlock_timeout}' is not a duration"),
             "write it as PostgreSQL does: 1s, 500ms or 1min",
         )
     result = run_check(base, drift=False)
@@ -51,7 +53,7 @@ def replay(
     try:
         chosen = run.select(result.diagnostics, index, code, path)
     except run.SelectError as exc:
-        return fail(str(exc), "list them with: lockdocs check --format json")
+        return fail(printable(str(exc)), "list them with: lockdocs check --format json")
     if fmt is ReplayFormat.isolation:
         return _write_isolation(result.model, chosen, output)
     scenarios = run.scenarios(result.model, chosen)
@@ -77,11 +79,20 @@ def _write_isolation(model: Model, chosen: list[Selected], output: Path | None) 
             )
         sys.stdout.write(spec(playable[0][1]))
         return 0
-    output.mkdir(parents=True, exist_ok=True)
-    for s, sc in playable:
-        name = output / f"lockdocs-{sc.code.lower()}-{s.index}.spec"
-        name.write_text(spec(sc), encoding="utf-8")
-        sys.stdout.write(f"wrote {name}\n")
+    specs = [
+        (output / f"lockdocs-{sc.code.lower()}-{s.index}.spec", spec(sc)) for s, sc in playable
+    ]
+    try:
+        output.mkdir(parents=True, exist_ok=True)
+        for name, text in specs:
+            name.write_text(text, encoding="utf-8")
+            sys.stdout.write(f"wrote {printable(str(name))}\n")
+    except OSError as exc:
+        where = printable(str(exc.filename or output))
+        return fail(
+            f"cannot write the specs to {where}: {exc.strerror or exc}",
+            "give --output a folder that can be made and written",
+        )
     return 0
 
 
@@ -94,7 +105,7 @@ def _replay_on_server(
     production_dt: int,
 ) -> int:
     try:
-        with run.database(dsn) as scratch:
+        with stop_on_signals(), run.database(dsn) as scratch:
             verdicts = run.replay_all(
                 scenarios,
                 indexes,
@@ -102,17 +113,26 @@ def _replay_on_server(
                 time_limit,
                 production_dt,
             )
+    except KeyboardInterrupt as exc:  # SIGINT, or Stopped: SIGTERM, SIGHUP
+        signum = exc.signum if isinstance(exc, Stopped) else signal.SIGINT
+        sys.stderr.write(
+            f"lockdocs: stopped by {signal.Signals(signum).name}; the scratch database and "
+            "the throwaway server are gone\n"
+        )
+        return 128 + signum
     except ServerUnavailable as exc:
-        return fail(str(exc), "or point --dsn (or the PG* variables) at a server of yours")
+        return fail(
+            printable(str(exc)), "or point --dsn (or the PG* variables) at a server of yours"
+        )
     except psycopg.errors.InsufficientPrivilege as exc:
         return fail(
-            f"the server refused to create a scratch database: {exc}".strip(),
+            printable(f"the server refused to create a scratch database: {exc}".strip()),
             "replay needs a database of its own (advisory locks are per database, so its keys "
             "then never meet the application's); grant CREATEDB, or leave out --dsn for a "
             "throwaway cluster",
         )
     except (psycopg.Error, DriverError) as exc:
-        return fail(f"cannot use the server: {str(exc).strip()}")
+        return fail(printable(f"cannot use the server: {str(exc).strip()}"))
     sys.stdout.write(
         present.text(verdicts) if fmt is ReplayFormat.text else present.as_json(verdicts)
     )

@@ -138,6 +138,7 @@ def run(
     own_observer = observer is None
     obs = observer or psycopg.connect(dsn, autocommit=True)
     conns: list[PGconn] = list(sessions or [])
+    finished = False
     try:
         for k, setup in enumerate(setups):
             if k >= len(conns):
@@ -295,9 +296,11 @@ def run(
             for q in queues:
                 for i in q:
                     answers[i].dropped = "the time limit came first"
+        finished = True
         return Run(answers, pids, timed_out, time.monotonic() - start, held)
     finally:
-        _finish(conns, close=sessions is None)
+        # Stopped halfway (an error, a signal): what still runs is cancelled at once.
+        _finish(conns, close=sessions is None, cancel=not finished)
         if own_observer:
             obs.close()
 
@@ -313,11 +316,12 @@ def close_sessions(conns: list[PGconn]) -> None:
         c.finish()
 
 
-def _finish(conns: list[PGconn], close: bool = True) -> None:
+def _finish(conns: list[PGconn], close: bool = True, cancel: bool = False) -> None:
     """End every session: idle ones first (that frees what the others wait for), then the
-    rest once their statement has come back; a statement that does not is cancelled."""
+    rest once their statement has come back; a statement that does not within 10 s (or at
+    once, with `cancel`) is cancelled."""
     pending = list(conns)
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + (0 if cancel else 10)
     while pending:
         still: list[PGconn] = []
         for c in pending:

@@ -10,6 +10,7 @@ from lockdocs.diagnostics import Diagnostic
 from lockdocs.postgres.cases import Case, group
 from lockdocs.postgres.explain import Explainer
 from lockdocs.postgres.serverlog import entries, lock_reports
+from lockdocs.render.escape import code
 from lockdocs.rules.context import Context
 
 
@@ -72,7 +73,7 @@ def _taker(t: Any) -> str:
 
 
 def markdown(cases: list[Case], source: str) -> str:
-    lines = [f"## Lock errors in `{source}`", ""]
+    lines = [f"## Lock errors in {code(source)}", ""]
     if not cases:
         lines.append("No deadlock or lock timeout in this log.")
     for c in cases:
@@ -86,7 +87,7 @@ def markdown(cases: list[Case], source: str) -> str:
                 p.name,
                 f"{_lock(p.wants.locks)}" + (f" ({p.wants.mode})" if p.wants.mode else ""),
                 _lock(p.holds.locks) if p.holds else "",
-                f"`{' '.join(p.masked.split())}`" if p.masked else "",
+                code(" ".join(p.masked.split())) if p.masked else "",
                 "<br>".join(_taker(t) for t in p.takers) or "none",
             ]
             lines.append("| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |")

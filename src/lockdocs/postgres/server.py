@@ -10,6 +10,10 @@ Postgres refuses to run as root; as root the binaries run as the `postgres` user
 a socket in the private folder; it is stopped (immediate mode) and the folder removed when the
 block ends, also on an error. The binaries are found through `pg_config --bindir`, then
 /usr/lib/postgresql/<version>/bin (Debian), newest first.
+
+Within `stop_on_signals()`, SIGTERM and SIGHUP raise `Stopped` (SIGINT raises
+KeyboardInterrupt), so those cleanups run on a signal too; while a cleanup runs, further
+signals wait until it is done.
 """
 
 from __future__ import annotations
@@ -19,8 +23,10 @@ import os
 import pwd
 import secrets
 import shutil
+import signal
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -150,18 +156,82 @@ class Server:
         raise ServerUnavailable(f"the server did not apply {sorted(settings)} within 10 s")
 
 
+class Stopped(KeyboardInterrupt):
+    """A signal asked the run to stop (SIGTERM, SIGHUP; SIGINT raises KeyboardInterrupt
+    itself). Raised on the main thread, so every `finally` below runs: the server is stopped,
+    the scratch database dropped and the folder removed, as after any other error."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+_STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _raise_stopped(signum: int, frame: object) -> None:
+    raise Stopped(signum)
+
+
+@contextlib.contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise `Stopped` while the block runs, instead of ending the process
+    at once with the server running and its folder left behind. Only the main thread can
+    catch signals; elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {sig: signal.signal(sig, _raise_stopped) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+
+@contextlib.contextmanager
+def _shielded() -> Iterator[None]:
+    """Hold SIGINT, SIGTERM and SIGHUP back while a cleanup runs, so a second Ctrl-C (or the
+    SIGTERM a supervisor sends after the first) cannot cut it short; a signal that came in the
+    meantime is delivered when the cleanup is done."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPPING)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 def _run(cmd: list[str], as_postgres: bool, timeout: float = 120) -> None:
     if as_postgres:
         cmd = ["runuser", "-u", "postgres", "--", *cmd]
     # The user's PG* variables are for their own server, not this one (PGPORT= breaks initdb).
     env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
-    proc = subprocess.run(
-        cmd, capture_output=True, text=True, timeout=timeout, check=False, env=env
+    # A session of its own: a Ctrl-C at the terminal reaches lockdocs, which cleans up, and
+    # not initdb halfway through; and when lockdocs stops it, the whole group goes (killing
+    # runuser alone would leave initdb writing into a folder being removed).
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=env,
+        start_new_session=True,
     )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
     if proc.returncode != 0:
         raise ServerUnavailable(
             f"{Path(cmd[4] if as_postgres else cmd[0]).name} failed (exit {proc.returncode}): "
-            + (proc.stderr.strip() or proc.stdout.strip())[-2000:]
+            + (err.strip() or out.strip())[-2000:]
         )
 
 
@@ -195,10 +265,17 @@ def throwaway_server(
             ) from None
         if shutil.which("runuser") is None:
             raise ServerUnavailable("running as root, and runuser (util-linux) is missing")
-    root = Path(tempfile.mkdtemp(prefix="lockdocs-pg-", dir=parent))
-    server = Server(root, found, settings={**DEFAULT_SETTINGS, **(settings or {})})
+    root: Path | None = None
     started = False
     try:
+        try:
+            root = Path(tempfile.mkdtemp(prefix="lockdocs-pg-", dir=parent))
+        except OSError as exc:
+            raise ServerUnavailable(
+                f"cannot make the server's folder in {parent or tempfile.gettempdir()}: "
+                f"{exc.strerror or exc}; set TMPDIR to a folder that exists and can be written"
+            ) from None
+        server = Server(root, found, settings={**DEFAULT_SETTINGS, **(settings or {})})
         server.socket_dir.mkdir()
         if root_user:
             for p in (root, server.socket_dir):
@@ -252,13 +329,27 @@ def throwaway_server(
         )
         yield server
     finally:
-        if started:
+        with _shielded():
+            if started and root is not None:
+                _stop(found, root / "data", root_user)
+            if root is not None:
+                shutil.rmtree(root, ignore_errors=True)
+
+
+def _stop(bindir: Path, data_dir: Path, root_user: bool) -> None:
+    """Stop the server (immediate mode: nothing in it is kept). A server that pg_ctl start
+    had launched but not yet seen up writes its postmaster.pid a moment later: wait for that
+    (up to 10 s) and stop it then, so no postmaster outlives its folder."""
+    pid_file = data_dir / "postmaster.pid"
+    deadline = time.monotonic() + 10
+    while True:
+        if pid_file.exists():
             with contextlib.suppress(ServerUnavailable, subprocess.SubprocessError, OSError):
                 _run(
                     [
-                        str(found / "pg_ctl"),
+                        str(bindir / "pg_ctl"),
                         "--pgdata",
-                        str(server.data_dir),
+                        str(data_dir),
                         "--mode",
                         "immediate",
                         "--wait",
@@ -268,26 +359,47 @@ def throwaway_server(
                     root_user,
                     timeout=60,
                 )
-        shutil.rmtree(root, ignore_errors=True)
+            return
+        if time.monotonic() > deadline or not _starting(data_dir):
+            return
+        time.sleep(0.05)
+
+
+def _starting(data_dir: Path) -> bool:
+    """Is a postmaster for `data_dir` running (one whose command line names the folder)?"""
+    needle = str(data_dir).encode()
+    procs = Path("/proc")
+    if not procs.is_dir():
+        return False
+    for proc in procs.iterdir():
+        if proc.name.isdigit():
+            with contextlib.suppress(OSError):
+                if needle in (proc / "cmdline").read_bytes():
+                    return True
+    return False
 
 
 @contextlib.contextmanager
 def scratch_database(connect_dsn: str, prefix: str = "lockdocs_scratch") -> Iterator[str]:
-    """Create a database of its own on the server at `connect_dsn`, yield its DSN, drop it.
+    """Create a database of its own on the server at `connect_dsn`, yield its DSN, drop it
+    (also after an error or a signal: see `stop_on_signals`).
 
     A database, not a schema: advisory locks are per database, so real keys taken here never
     meet the locks of an application that uses the server.
     """
 
     name = f"{prefix}_{os.getpid()}_{secrets.token_hex(4)}"
-    with psycopg.connect(connect_dsn, autocommit=True) as conn:
-        conn.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
     params = conninfo_to_dict(connect_dsn)
     params["dbname"] = name
+    asked = False  # from the moment the server may have made it, it is dropped again
     try:
+        with psycopg.connect(connect_dsn, autocommit=True) as conn:
+            asked = True
+            conn.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
         yield make_conninfo(**params)  # type: ignore[arg-type]
     finally:
-        with psycopg.connect(connect_dsn, autocommit=True) as conn:
-            conn.execute(
-                sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name))
-            )
+        if asked:
+            with _shielded(), psycopg.connect(connect_dsn, autocommit=True) as conn:
+                conn.execute(
+                    sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name))
+                )

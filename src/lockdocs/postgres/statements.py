@@ -144,7 +144,17 @@ def table_of(declared: str | None, lock_id: str, into: str | None = None) -> Tab
     return Table(_fit(t.schema), _fit(t.name, NAMEDATALEN - len(FOREIGN_KEY_CHILD)))
 
 
+# Every clause a SELECT can have besides FROM: a declared table is a name and nothing else.
+_CLAUSES = (
+    *("distinctClause", "intoClause", "targetList", "whereClause", "groupClause"),
+    *("havingClause", "windowClause", "valuesLists", "sortClause", "limitOffset"),
+    *("limitCount", "lockingClause", "withClause", "larg", "rarg"),
+)
+
+
 def _declared_table(declared: str | None, lock_id: str) -> Table:
+    """The table, when `declared` is a table name and nothing else: `select from <it>` has
+    one plain relation and no other clause (no WHERE, join or alias)."""
     if declared:
         try:
             stmts = pgparse.parse(f"select from {declared}")
@@ -154,6 +164,7 @@ def _declared_table(declared: str | None, lock_id: str) -> Table:
         if isinstance(select, ast.SelectStmt) and select.fromClause:
             rv = select.fromClause[0]
             ok = len(select.fromClause) == 1 and isinstance(rv, ast.RangeVar) and not rv.alias
+            ok = ok and not any(getattr(select, k, None) for k in _CLAUSES)
             if ok and isinstance(rv, ast.RangeVar) and rv.relname:
                 return Table(rv.schemaname or "public", rv.relname)
     return Table("lockdocs", lock_id.replace("-", "_"))
