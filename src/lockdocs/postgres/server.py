@@ -272,7 +272,7 @@ def throwaway_server(
             root = Path(tempfile.mkdtemp(prefix="lockdocs-pg-", dir=parent))
         except OSError as exc:
             raise ServerUnavailable(
-                f"cannot make the server's folder in {parent or tempfile.gettempdir()}: "
+                f"cannot make the server's folder in {parent or os.environ.get('TMPDIR', '/tmp')}: "
                 f"{exc.strerror or exc}; set TMPDIR to a folder that exists and can be written"
             ) from None
         server = Server(root, found, settings={**DEFAULT_SETTINGS, **(settings or {})})
