@@ -1,7 +1,8 @@
 """`lockdocs replay` on declarations from a stranger's pull request: nothing they hold runs as
 SQL on the server, in an isolation spec or in the terminal.
 
-- Key texts reach the server as bound parameters: a text that closes a '...' literal when
+- A key text is a literal only when it is plain (printable ASCII, no quote, backslash, brace or
+  dollar), and a bound parameter otherwise: a text that closes a '...' literal when
   standard_conforming_strings is off (on a server, or for a role) runs nothing, and the key the
   server locks is the one the application computes.
 - The isolation spec of a project whose path file name holds a newline and a `setup { ... }`
@@ -148,7 +149,7 @@ def test_a_key_text_never_runs_as_sql_with_standard_conforming_strings_off(
     (v,) = r.json()["replays"]
     assert (v["answer"], v["as_reported"]) == ("40P01", True)
     # The key went as a parameter, and the server locked the one the application computes.
-    assert next(s["params"] for s in v["steps"] if s["lock"] == "first") == [payload, "0"]
+    assert next(s["params"] for s in v["steps"] if s["lock"] == "first") == [payload]
     tags = {
         w.tag.advisory_tag
         for e in v["errors"]
@@ -185,8 +186,9 @@ def _held_tag(conn: psycopg.Connection[tuple[object, ...]]) -> tuple[int, int, i
 def test_every_form_of_a_key_gives_the_applications_key_whatever_the_setting(
     text: str, pg_database: str
 ) -> None:
-    # Bound (what replay sends), written in place (a spec, the text output) and inside the DO
-    # block of a try: each locks the key the application computes, with the setting off.
+    # As replay sends it (a plain text as a literal, any other bound), written in place (a
+    # spec, the text output) and inside the DO block of a try: each locks the key the
+    # application computes, with the setting off.
     lock = m.Lock(
         "k",
         "K",
@@ -199,7 +201,10 @@ def test_every_form_of_a_key_gives_the_applications_key_whatever_the_setting(
     expected = pghash.bigint_to_tag(pghash.hashtextextended(text))
     take = sq.take_sql(t, "exclusive")
     tried = sq.take_sql(t, "exclusive", option="try")
-    assert text not in tried and text not in take  # no character of it is in the statement
+    if sq.plain(text):
+        assert f"'{text}'" in take and f"'{text}'" in tried and t.params == ()
+    else:  # no character of it is in a statement
+        assert text not in tried and text not in take and t.params == (sq.Param(text),)
     with psycopg.connect(pg_database, autocommit=True) as conn:
         conn.execute("set standard_conforming_strings = off")
         for form in ("bound", "inline", "try"):
@@ -227,7 +232,7 @@ def test_a_text_the_server_cannot_hold_gets_a_stand_in_key() -> None:
         )
         t = sq.target(lock, "advisory", 1)
         assert t.stand_in == "the key cannot be computed"
-        assert [p.value for p in t.params] == [sq.STAND_IN_NAMESPACE, "k#1"]
+        assert t.key_args == "hashtext('lockdocs stand-in'), hashtext('k#1')"
 
 
 # --- the isolation spec and the terminal -----------------------------------------------------

@@ -387,10 +387,9 @@ def _swapped(model: m.Model, script: Script) -> Script:
             continue
         other = 3 - t.instance if t.instance in DOMAIN else t.instance
         nt = sq.target(model.locks[t.lock], t.kind, other)
-        sql = x.sql
-        if t.key_args:  # the key is bound ($n, the same for both) or, in a DO block, written in
-            before = sq.inline(t.key_args, t.params, hex_text=True)
-            sql = sql.replace(before, sq.inline(nt.key_args, nt.params, hex_text=True))
+        sql = x.sql.replace(t.key_args, nt.key_args) if t.key_args else x.sql
+        if t.params:  # a text that is not plain: bound, or written in hex into a DO block
+            sql = sql.replace(sq.inline(t.key_args, t.params), sq.inline(nt.key_args, nt.params))
         if t.table is not None:
             sql = sql.replace(f"where id = {t.instance}", f"where id = {other}")
             sql = sql.replace(f"values ({t.instance})", f"values ({other})")

@@ -5,11 +5,14 @@ so the server computes the hash itself), a row of a table named after the declar
 whole table. Memory locks live in the application, where Postgres cannot see them; a replay
 models one as a session advisory lock in a reserved two-int4 namespace and says so.
 
-Nothing a declaration holds is ever spliced into SQL: a key's texts and numbers are bound
-parameters (`$1`, `$2`: `Target.params`, sent apart from the statement, so no setting such as
-`standard_conforming_strings` can change how they are read), and names are quoted identifiers.
-`inline` writes a statement with its parameters in place for a reader or an isolation spec,
-which has no parameters: in a form the server reads the same under every setting.
+Nothing a declaration holds is escaped into SQL. A key text is written into a statement only
+when it is plain (printable ASCII with no quote, backslash, brace or dollar): a literal the
+server reads the same under every setting (`standard_conforming_strings`, `backslash_quote`,
+any client encoding), which a server log then shows as the application's would, so `explain`
+reads a replay's log. Any other text is a bound parameter (`$1`: `Target.params`, sent apart
+from the statement). Numbers are ints checked to fit their type, in decimal; names are quoted
+identifiers. `inline` writes a statement with its parameters in place for a reader or an
+isolation spec (which has no parameters), in hex digits.
 """
 
 from __future__ import annotations
@@ -41,27 +44,27 @@ _ADVISORY_FUNCTIONS = {
 }
 
 
-TEXT, BIGINT_OID, INTEGER_OID = 25, 20, 23
+TEXT = 25  # the type a bound key text is sent as
 _PLACEHOLDER = re.compile(r"\$([0-9]+)")
+
+
+def plain(text: str) -> bool:
+    """Can `text` be a literal that every setting reads alike? Printable ASCII only, and no
+    quote or backslash (which `standard_conforming_strings` would change), no brace (which
+    ends an isolation spec's SQL block) and no dollar (which could end a dollar-quoted body)."""
+    return all(" " <= c <= "~" and c not in "'\\{}$" for c in text)
 
 
 @dataclass(frozen=True)
 class Param:
-    """One bound parameter: its text form and its type (the OID libpq sends with it)."""
+    """One bound parameter: a key text that is not `plain`."""
 
     value: str
-    oid: int  # 25 text, 20 bigint, 23 integer
+    oid: int = TEXT  # the type libpq sends with it
 
-    def inline(self, hex_text: bool = False) -> str:
-        """The value as SQL that reads the same whatever the session's settings: a number in
-        decimal; a text of plain ASCII as a literal, when it holds no quote or backslash (which
-        `standard_conforming_strings` would change), no brace (which ends an isolation spec's
-        SQL block) and no dollar (which could end a dollar-quoted body); any other text spelled
-        in hex digits (always, with `hex_text`)."""
-        if self.oid != TEXT:
-            return self.value
-        if not hex_text and all(" " <= c <= "~" and c not in "'\\{}$" for c in self.value):
-            return "'" + self.value + "'"
+    def inline(self) -> str:
+        """The text as SQL that reads the same whatever the session's settings, in hex digits:
+        for a DO block's body (which takes no parameters), a spec, a reader."""
         return f"convert_from(decode('{self.value.encode().hex()}', 'hex'), 'UTF8')"
 
 
@@ -74,12 +77,12 @@ def params_for(sql: str, t: Target | None) -> tuple[Param, ...]:
     return t.params[:used]
 
 
-def inline(sql: str, params: tuple[Param, ...], hex_text: bool = False) -> str:
+def inline(sql: str, params: tuple[Param, ...]) -> str:
     """`sql` (built here, so a `$n` in it is always a placeholder) with its parameters in
-    place, for a reader or an isolation spec."""
+    place, for a DO block, a reader or an isolation spec."""
     if not params:
         return sql
-    return _PLACEHOLDER.sub(lambda mt: params[int(mt.group(1)) - 1].inline(hex_text), sql)
+    return _PLACEHOLDER.sub(lambda mt: params[int(mt.group(1)) - 1].inline(), sql)
 
 
 def quote_ident(name: str) -> str:
@@ -188,18 +191,22 @@ class Target:
 
 
 class _Args:
-    """An argument list being built: each value becomes the next placeholder."""
+    """An argument list being built: a plain text is a literal, any other the next
+    placeholder; a number (an int, checked by the caller) is written in decimal."""
 
     def __init__(self) -> None:
         self.params: list[Param] = []
 
     def text(self, value: str) -> str:
-        self.params.append(Param(value, TEXT))
+        if plain(value):
+            return "'" + value + "'"
+        self.params.append(Param(value))
         return f"${len(self.params)}"
 
-    def number(self, value: int, oid: int = BIGINT_OID) -> str:
-        self.params.append(Param(str(value), oid))
-        return f"${len(self.params)}"
+    @staticmethod
+    def number(value: int) -> str:
+        assert type(value) is int
+        return str(value)
 
 
 def _storable(text: str) -> bool:
@@ -258,11 +265,11 @@ def _computed(lock: m.Lock, instance: int) -> tuple[str, tuple[Param, ...]] | No
         halves: list[str | None] = []
         for part in (key.first, key.second):
             if isinstance(part, m.IntegerPart):
-                halves.append(args.number(instance, INTEGER_OID))
+                halves.append(args.number(instance))
             elif isinstance(part, m.KeyText):
                 halves.append(_text_call("hashtext", part, instance, args))
             elif _in(part, INTEGER):
-                halves.append(args.number(part, INTEGER_OID))  # type: ignore[arg-type]
+                halves.append(args.number(part))  # type: ignore[arg-type]
             else:
                 halves.append(None)
         if all(h is not None for h in halves):
@@ -322,15 +329,15 @@ def take_sql(t: Target, mode: str, scope: str = "transaction", option: str | Non
     the target's parameters as $n (send it with `params_for`).
     A `try` gives up as the declared code does when the lock is not free: the advisory form
     raises lock_not_available (55P03, as NOWAIT does) when pg_try_* returns false, and a row or
-    table is taken NOWAIT. That form is a DO block, whose body can take no parameters: the key
-    is written into it by `inline`, in decimal and hex digits only."""
+    table is taken NOWAIT. That form is a DO block, whose body can take no parameters: a key
+    text that is not plain is written into it by `inline`, in hex digits."""
     if t.kind in ("advisory", "memory"):
         scope = "session" if t.kind == "memory" else scope
         fn = _ADVISORY_FUNCTIONS[(scope, mode)]
         tried = f"{fn.replace('pg_', 'pg_try_', 1)}({t.key_args})"
         if option == "try":
             return (
-                f"do $$ begin if not {inline(tried, t.params, hex_text=True)} then raise exception "
+                f"do $$ begin if not {inline(tried, t.params)} then raise exception "
                 "'the lock is not free' using errcode = 'lock_not_available'; end if; end $$"
             )
         if option in ("nowait", "skip locked"):
