@@ -90,11 +90,8 @@ def sort_diagnostics(diags: list[Diagnostic]) -> list[Diagnostic]:
     return out
 
 
-# C0 and C1 controls, DEL, the bidirectional overrides that reorder what a terminal shows, and
-# the zero-width and invisible characters that hide text in it (or make two names look alike).
-_UNSAFE = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]"
-)
+# C0 and C1 controls, DEL, and the bidirectional overrides that reorder what a terminal shows.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 

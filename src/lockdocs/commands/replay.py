@@ -12,11 +12,11 @@ import psycopg
 from lockdocs.api import check as run_check
 from lockdocs.commands import Format, ReplayFormat
 from lockdocs.commands.common import NoRoot, emit, fail, resolve_root
-from lockdocs.diagnostics import printable
 from lockdocs.model import Model
 from lockdocs.postgres import present, run
 from lockdocs.postgres.driver import DriverError
 from lockdocs.postgres.isolation import SCHEMA, spec
+from lockdocs.postgres.present import shown as printable
 from lockdocs.postgres.run import Selected
 from lockdocs.postgres.scenario import Scenario, duration_ms
 from lockdocs.postgres.server import ServerUnavailable, Stopped, stop_on_signals

@@ -8,16 +8,16 @@ every run and the expected output is stable.
 
 A spec is read by isolationtester's own scanner (specscanner.l), and every text of a
 declaration is written for it: a comment runs to the end of its line (a newline or a carriage
-return), so comments are `printable` (no line break or control left); a quoted name may hold no
-newline and doubles its quotes; an SQL block ends at its first `}`, so no SQL here holds one:
-values are written by `statements.inline` (a brace-free literal, or hex digits), and table
-names are plain. `spec` checks the last two before it returns.
+return), so comments go through `present.shown` (no line break, control or invisible
+character left); a quoted name may hold no newline and doubles its quotes; an SQL block ends
+at its first `}`, so no SQL here holds one: key texts are plain literals or hex digits
+(`statements.inline`), and table names are plain. `spec` checks that before it returns.
 """
 
 from __future__ import annotations
 
-from lockdocs.diagnostics import printable
 from lockdocs.postgres import statements as sq
+from lockdocs.postgres.present import shown
 from lockdocs.postgres.replay import session_setups
 from lockdocs.postgres.scenario import Scenario, Step
 
@@ -30,11 +30,11 @@ class SpecError(ValueError):
 
 def _name(text: str) -> str:
     """A quoted name: one line, its quotes doubled."""
-    return '"' + printable(text).replace('"', '""') + '"'
+    return '"' + shown(text).replace('"', '""') + '"'
 
 
 def _comment(text: str) -> str:
-    return "# " + printable(text)
+    return "# " + shown(text)
 
 
 def _sql(statement: str) -> str:

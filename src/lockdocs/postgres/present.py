@@ -2,9 +2,9 @@
 run to run; everything lockdocs says about them is stable (the failing session is always the
 one that closes the cycle when the replay can set deadlock_timeout).
 
-Every line of the text goes through `printable`: a declaration's names and texts, and the
-server's messages that quote them, reach the terminal with no control, bidi or zero-width
-character left raw. JSON escapes controls itself; the invisible characters it would leave raw
+Every line of the text goes through `shown` (`printable`, and the invisible characters it
+leaves): a declaration's names and texts, and the server's messages that quote them, reach the
+terminal with no control, bidi or zero-width character left raw. JSON escapes controls itself; the invisible characters it would leave raw
 are written as \\u escapes too.
 """
 
@@ -25,6 +25,16 @@ from lockdocs.postgres.scenario import Step
 _INVISIBLE = re.compile(
     "[\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb]"
 )
+
+
+def _escaped(mt: re.Match[str]) -> str:
+    return f"\\u{ord(mt.group(0)):04x}"
+
+
+def shown(text: str) -> str:
+    """A text as a terminal (or a spec's comment) may show it: `printable`, and no invisible
+    character left raw either."""
+    return _INVISIBLE.sub(_escaped, printable(text))
 
 
 def _outcome(a: Answer) -> str:
@@ -89,7 +99,7 @@ def text(verdicts: list[Verdict]) -> str:
     if skipped:
         summary += f", {skipped} not replayable"
     lines.append(summary)
-    return "\n".join(printable(line) for line in lines) + "\n"
+    return "\n".join(shown(line) for line in lines) + "\n"
 
 
 def _answer_json(a: Answer) -> dict[str, Any]:
@@ -167,4 +177,4 @@ def as_json(verdicts: list[Verdict]) -> str:
             }
         )
     doc = json.dumps({"replays": out}, indent=2, sort_keys=True, ensure_ascii=False)
-    return _INVISIBLE.sub(lambda mt: f"\\u{ord(mt.group(0)):04x}", doc) + "\n"
+    return _INVISIBLE.sub(_escaped, doc) + "\n"
