@@ -78,6 +78,6 @@ def test_a_folder_the_postgres_user_cannot_reach_is_a_clear_error(tmp_path: Path
 
 
 def test_a_parent_folder_that_is_missing_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(ServerUnavailable, match="cannot make the server's folder in .*missing"):  # noqa: SIM117
+    with pytest.raises(ServerUnavailable, match=r"cannot make the server's folder in .*missing"):  # noqa: SIM117
         with throwaway_server(parent=tmp_path / "missing"):
             pass
