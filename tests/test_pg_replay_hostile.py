@@ -39,7 +39,7 @@ from lockdocs.postgres import statements as sq
 from lockdocs.postgres.cases import Case, LockRef, Process, group
 from lockdocs.postgres.explain_output import markdown
 from lockdocs.postgres.logs import parse_detail
-from lockdocs.postgres.server import Server
+from lockdocs.postgres.server import Server, scratch_database
 
 ISOLATIONTESTER = Path("/usr/lib/postgresql/15/lib/pgxs/src/test/isolation/isolationtester")
 PG_VARIABLES = ("PGHOST", "PGHOSTADDR", "PGPORT", "PGDATABASE", "PGUSER", "PGSERVICE")
@@ -182,9 +182,15 @@ def _held_tag(conn: psycopg.Connection[tuple[object, ...]]) -> tuple[int, int, i
     return (int(str(row[0])), int(str(row[1])), int(str(row[2])))
 
 
+@pytest.fixture(scope="module")
+def keys_db(pg_server: Server) -> Iterator[str]:
+    with scratch_database(pg_server.dsn, prefix="lockdocs_keys") as dsn:
+        yield dsn
+
+
 @pytest.mark.parametrize("text", HOSTILE_TEXTS, ids=range(len(HOSTILE_TEXTS)))
 def test_every_form_of_a_key_gives_the_applications_key_whatever_the_setting(
-    text: str, pg_database: str
+    text: str, keys_db: str
 ) -> None:
     # As replay sends it (a plain text as a literal, any other bound), written in place (a
     # spec, the text output) and inside the DO block of a try: each locks the key the
@@ -205,7 +211,7 @@ def test_every_form_of_a_key_gives_the_applications_key_whatever_the_setting(
         assert f"'{text}'" in take and f"'{text}'" in tried and t.params == ()
     else:  # no character of it is in a statement
         assert text not in tried and text not in take and t.params == (sq.Param(text),)
-    with psycopg.connect(pg_database, autocommit=True) as conn:
+    with psycopg.connect(keys_db, autocommit=True) as conn:
         conn.execute("set standard_conforming_strings = off")
         for form in ("bound", "inline", "try"):
             conn.execute("begin")
