@@ -19,7 +19,8 @@ from lockdocs.postgres.isolation import SCHEMA, spec
 from lockdocs.postgres.present import shown as printable
 from lockdocs.postgres.run import Selected
 from lockdocs.postgres.scenario import Scenario, duration_ms
-from lockdocs.postgres.server import ServerUnavailable, Stopped, stop_on_signals
+from lockdocs.postgres.server import ServerUnavailable
+from lockdocs.postgres.stopping import Stopped, stop_on_signals
 
 
 def replay(

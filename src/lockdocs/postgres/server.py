@@ -11,9 +11,8 @@ a socket in the private folder; it is stopped (immediate mode) and the folder re
 block ends, also on an error. The binaries are found through `pg_config --bindir`, then
 /usr/lib/postgresql/<version>/bin (Debian), newest first.
 
-Within `stop_on_signals()`, SIGTERM and SIGHUP raise `Stopped` (SIGINT raises
-KeyboardInterrupt), so those cleanups run on a signal too; while a cleanup runs, further
-signals wait until it is done.
+Within `stopping.stop_on_signals()`, a signal raises an exception, so those cleanups run on a
+signal too; while a cleanup runs, further signals wait until it is done (`stopping.shielded`).
 """
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -36,6 +34,8 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from lockdocs.postgres.stopping import shielded
 
 if TYPE_CHECKING:
     import psycopg
@@ -154,54 +154,6 @@ class Server:
                 return
             time.sleep(0.02)
         raise ServerUnavailable(f"the server did not apply {sorted(settings)} within 10 s")
-
-
-class Stopped(KeyboardInterrupt):
-    """A signal asked the run to stop (SIGTERM, SIGHUP; SIGINT raises KeyboardInterrupt
-    itself). Raised on the main thread, so every `finally` below runs: the server is stopped,
-    the scratch database dropped and the folder removed, as after any other error."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-_STOPPING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-
-def _raise_stopped(signum: int, frame: object) -> None:
-    raise Stopped(signum)
-
-
-@contextlib.contextmanager
-def stop_on_signals() -> Iterator[None]:
-    """SIGTERM and SIGHUP raise `Stopped` while the block runs, instead of ending the process
-    at once with the server running and its folder left behind. Only the main thread can
-    catch signals; elsewhere this does nothing."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = {sig: signal.signal(sig, _raise_stopped) for sig in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for sig, handler in old.items():
-            signal.signal(sig, handler)
-
-
-@contextlib.contextmanager
-def _shielded() -> Iterator[None]:
-    """Hold SIGINT, SIGTERM and SIGHUP back while a cleanup runs, so a second Ctrl-C (or the
-    SIGTERM a supervisor sends after the first) cannot cut it short; a signal that came in the
-    meantime is delivered when the cleanup is done."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPPING)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _run(cmd: list[str], as_postgres: bool, timeout: float = 120) -> None:
@@ -329,7 +281,7 @@ def throwaway_server(
         )
         yield server
     finally:
-        with _shielded():
+        with shielded():
             if started and root is not None:
                 _stop(found, root / "data", root_user)
             if root is not None:
@@ -399,7 +351,7 @@ def scratch_database(connect_dsn: str, prefix: str = "lockdocs_scratch") -> Iter
         yield make_conninfo(**params)  # type: ignore[arg-type]
     finally:
         if asked:
-            with _shielded(), psycopg.connect(connect_dsn, autocommit=True) as conn:
+            with shielded(), psycopg.connect(connect_dsn, autocommit=True) as conn:
                 conn.execute(
                     sql.SQL("drop database if exists {} with (force)").format(sql.Identifier(name))
                 )
