@@ -26,10 +26,11 @@ CASES = sorted(p.name for p in FIXTURES.iterdir() if (p / "base").is_dir())
 
 
 lockdocs = lockdocs_process
+FOLDERS = ("--base-dir", "base", "--head-dir", "head")
 
 
 def diff_json(case: str, *extra: str) -> dict[str, Any]:
-    proc = lockdocs("diff", "base", "head", "--format", "json", *extra, cwd=FIXTURES / case)
+    proc = lockdocs("diff", *FOLDERS, "--format", "json", *extra, cwd=FIXTURES / case)
     assert proc.returncode == 0, proc.stderr
     data: dict[str, Any] = json.loads(proc.stdout)
     return data
@@ -143,7 +144,22 @@ def _waived_unchanged(d: dict[str, Any]) -> None:
         assert all(v == [] for v in lists.values()), (section, lists)
 
 
+def _finding_changed(d: dict[str, Any]) -> None:
+    # LD301 names one more path: one changed finding, not a new one plus a fixed one.
+    assert d["findings"]["new"] == d["findings"]["fixed"] == []
+    [changed] = d["findings"]["changed"]
+    assert changed["code"] == "LD301"
+    assert changed["was"].endswith("2 paths wait for locks in it (close-journal, transfer)")
+    assert changed["message"].endswith(
+        "3 paths wait for locks in it (close-journal, reopen-journal, transfer)"
+    )
+    assert changed["new_paths"] == ["reopen-journal"]
+    assert d["new_unwaived"] == 0  # an info finding gates nothing
+    assert d["summary"] == "1 path added, 1 finding changed"
+
+
 EXPECT: dict[str, Callable[[dict[str, Any]], None]] = {
+    "finding-changed": _finding_changed,
     "lock-added": _lock_added,
     "lock-removed": _lock_removed,
     "lock-renamed": _lock_renamed,
@@ -168,7 +184,7 @@ def test_case_json(case: str) -> None:
 
 @pytest.mark.parametrize("case", CASES)
 def test_case_text_golden(case: str) -> None:
-    proc = lockdocs("diff", "base", "head", cwd=FIXTURES / case)
+    proc = lockdocs("diff", *FOLDERS, cwd=FIXTURES / case)
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
     golden = FIXTURES / case / "expected.txt"
@@ -178,8 +194,8 @@ def test_case_text_golden(case: str) -> None:
 
 
 def test_json_is_sorted_and_stable() -> None:
-    first = lockdocs("diff", "base", "head", "-f", "json", cwd=FIXTURES / "edge-new-cycle")
-    again = lockdocs("diff", "base", "head", "-f", "json", cwd=FIXTURES / "edge-new-cycle")
+    first = lockdocs("diff", *FOLDERS, "-f", "json", cwd=FIXTURES / "edge-new-cycle")
+    again = lockdocs("diff", *FOLDERS, "-f", "json", cwd=FIXTURES / "edge-new-cycle")
     assert first.stdout == again.stdout
     data = json.loads(first.stdout)
     assert first.stdout == json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
@@ -188,11 +204,11 @@ def test_json_is_sorted_and_stable() -> None:
 
 
 def test_markdown_is_a_pr_comment() -> None:
-    proc = lockdocs("diff", "base", "head", "--format", "markdown", cwd=FIXTURES / "edge-new-cycle")
+    proc = lockdocs("diff", *FOLDERS, "--format", "markdown", cwd=FIXTURES / "edge-new-cycle")
     assert proc.returncode == 0, proc.stderr
     md = proc.stdout
     lines = md.splitlines()
-    assert lines[0] == "**lockdocs diff** `base` → `head`"
+    assert lines[0] == "**lockdocs diff** folder `base` → folder `head`"
     assert lines[2].startswith("⚠️ 3 order edges added")
     assert "<details open><summary><b>Findings</b>" in md  # new findings are not hidden
     # a finding is a list item, not a wide monospace block: where, why it matters, the fix
@@ -220,7 +236,7 @@ def _mermaid(md: str) -> tuple[list[tuple[str, str, str, str]], dict[int, str], 
 
 
 def test_markdown_shows_removed_edges_red() -> None:
-    proc = lockdocs("diff", "base", "head", "-f", "markdown", cwd=FIXTURES / "path-reordered")
+    proc = lockdocs("diff", *FOLDERS, "-f", "markdown", cwd=FIXTURES / "path-reordered")
     named, style, _ = _mermaid(proc.stdout)
     removed = named.index(("journal", "-.->", "close-journal", "account"))  # dashed
     assert style[removed].startswith("stroke:#cf222e")  # red
@@ -228,15 +244,13 @@ def test_markdown_shows_removed_edges_red() -> None:
 
 
 def test_fail_on_new_findings() -> None:
-    cycle = lockdocs(
-        "diff", "base", "head", "--fail-on", "new-findings", cwd=FIXTURES / "edge-new-cycle"
-    )
+    cycle = lockdocs("diff", *FOLDERS, "--fail-on", "new-findings", cwd=FIXTURES / "edge-new-cycle")
     assert cycle.returncode == 1
     assert "1 new unwaived finding to fix or waive" in cycle.stdout
     # Without --fail-on the same diff exits 0: it reports, it does not gate.
-    assert lockdocs("diff", "base", "head", cwd=FIXTURES / "edge-new-cycle").returncode == 0
+    assert lockdocs("diff", *FOLDERS, cwd=FIXTURES / "edge-new-cycle").returncode == 0
     for case in ("finding-fixed", "exception-added", "lock-renamed"):
-        proc = lockdocs("diff", "base", "head", "--fail-on", "new-findings", cwd=FIXTURES / case)
+        proc = lockdocs("diff", *FOLDERS, "--fail-on", "new-findings", cwd=FIXTURES / case)
         assert proc.returncode == 0, (case, proc.stdout)
 
 
@@ -250,18 +264,18 @@ def test_invalid_side_is_exit_2(tmp_path: Path) -> None:
         "group: Postings\npaths:\n  x:\n    title: X\n    steps:\n      - take: nope\n",
         encoding="utf-8",
     )
-    proc = lockdocs("diff", "base", "head", cwd=tmp_path)
+    proc = lockdocs("diff", *FOLDERS, cwd=tmp_path)
     assert proc.returncode == 2
     assert proc.stdout == ""
     assert "LD004 error: unknown lock 'nope'" in proc.stderr
-    assert proc.stderr.endswith("lockdocs: the declarations at head are not valid\n")
+    assert proc.stderr.endswith("lockdocs: the declarations at folder head are not valid\n")
     assert "Traceback" not in proc.stderr
 
 
 def test_folder_without_locks_yaml(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     shutil.copytree(FIXTURES / "lock-added" / "base", tmp_path / "base")
-    proc = lockdocs("diff", "empty", "base", cwd=tmp_path)
+    proc = lockdocs("diff", "--base-dir", "empty", "--head-dir", "base", cwd=tmp_path)
     assert proc.returncode == 2
     assert proc.stderr == "lockdocs: no locks.yaml in empty\n"
 
@@ -320,7 +334,7 @@ def test_git_revision_against_working_tree(repo: Path) -> None:
     data = json.loads(proc.stdout)
     assert (data["base"], data["head"]) == ("HEAD~1", "working tree")
     folders = json.loads(
-        lockdocs("diff", "base", "head", "-f", "json", cwd=FIXTURES / "edge-new-cycle").stdout
+        lockdocs("diff", *FOLDERS, "-f", "json", cwd=FIXTURES / "edge-new-cycle").stdout
     )
     for key in ("locks", "edges", "paths", "findings", "exceptions", "rules", "summary"):
         assert data[key] == folders[key], key
@@ -329,12 +343,23 @@ def test_git_revision_against_working_tree(repo: Path) -> None:
 def test_git_two_revisions(repo: Path) -> None:
     proc = lockdocs("diff", "HEAD~1", "HEAD", cwd=repo)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("lockdocs diff HEAD~1 -> HEAD\n")
+    base, head = (_commit(repo, rev) for rev in ("HEAD~1", "HEAD"))
+    assert proc.stdout.startswith(
+        f"lockdocs diff HEAD~1 (revision {base[:12]}) -> HEAD (revision {head[:12]})\n"
+    )
     assert "  + budget -> account  (close-budget)" in proc.stdout
     same = lockdocs("diff", "HEAD", cwd=repo)
     assert same.stdout == (
-        "lockdocs diff HEAD -> working tree: no change to the locks, their order or the findings\n"
+        f"lockdocs diff HEAD (revision {head[:12]}) -> working tree: no change to the locks, "
+        "their order or the findings\n"
     )
+
+
+def _commit(repo: Path, rev: str) -> str:
+    out = subprocess.run(
+        ["git", "rev-parse", rev], cwd=repo, capture_output=True, text=True, check=True
+    )
+    return out.stdout.strip()
 
 
 def test_git_root_option_from_repo_top(repo: Path) -> None:
@@ -372,10 +397,14 @@ def test_git_revision_brings_settings_and_a_custom_paths_folder(tmp_path: Path) 
 def test_git_unknown_revision(repo: Path) -> None:
     proc = lockdocs("diff", "no-such-branch", cwd=repo)
     assert proc.returncode == 2
-    assert proc.stderr == "lockdocs: unknown revision no-such-branch\n"
+    assert proc.stderr == (
+        "lockdocs: unknown revision no-such-branch\n"
+        "hint: name a commit, branch or tag (git log shows them); to compare folders, pass "
+        "--base-dir DIR\n"
+    )
     opt = lockdocs("diff", "--", "--output=x", cwd=repo)
     assert opt.returncode == 2
-    assert opt.stderr == "lockdocs: unknown revision --output=x\n"
+    assert opt.stderr.startswith("lockdocs: unknown revision --output=x\n")
     assert not (repo / "x").exists()
 
 
@@ -386,7 +415,7 @@ def test_git_revision_with_invalid_declarations(repo: Path) -> None:
     proc = lockdocs("diff", "HEAD", cwd=repo)
     assert proc.returncode == 2
     assert "LD001" in proc.stderr
-    assert proc.stderr.endswith("lockdocs: the declarations at HEAD are not valid\n")
+    assert proc.stderr.endswith("lockdocs: the declarations at revision HEAD are not valid\n")
 
 
 # --- the CI examples -----------------------------------------------------------------------
@@ -413,7 +442,10 @@ def test_the_pull_request_that_adopts_lockdocs(tmp_path: Path) -> None:
     assert [f["code"] for f in data["findings"]["new"]] == ["LD201"]
     assert data["changed"] is True
     md = lockdocs("diff", "HEAD", "--format", "markdown", cwd=project).stdout
-    assert md.startswith("**lockdocs diff** `HEAD (no locks.yaml)` → working tree\n")
+    commit = _commit(top, "HEAD")[:12]
+    assert md.startswith(
+        f"**lockdocs diff** `HEAD` (revision `{commit}`, no locks.yaml) → working tree\n"
+    )
 
 
 def test_markdown_links_findings_and_paths_to_the_head_revision(repo: Path) -> None:
@@ -471,12 +503,24 @@ def test_markdown_fits_a_github_comment_and_says_what_was_cut(tmp_path: Path) ->
     extra = head / "paths" / "many.yaml"
     extra.write_text(f"group: Many\ntransaction: posting\npaths:\n{many}", encoding="utf-8")
     proc = lockdocs(
-        "diff", str(FIXTURES / "edge-new-cycle" / "base"), str(head), "-f", "markdown", cwd=tmp_path
+        "diff",
+        "--base-dir",
+        str(FIXTURES / "edge-new-cycle" / "base"),
+        "--head-dir",
+        str(head),
+        "-f",
+        "markdown",
+        cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr
     md = proc.stdout
     full = lockdocs(
-        "diff", str(FIXTURES / "edge-new-cycle" / "base"), str(head), cwd=tmp_path
+        "diff",
+        "--base-dir",
+        str(FIXTURES / "edge-new-cycle" / "base"),
+        "--head-dir",
+        str(head),
+        cwd=tmp_path,
     ).stdout
     assert len(full) > 65_536, "the case must be too long to post whole"
     assert len(md) < 65_536 - 200

@@ -164,10 +164,13 @@ def rules(
 
 @app.command()
 def diff(
-    base: Annotated[str, typer.Argument(help="A git revision, or a folder with locks.yaml.")],
+    base: Annotated[
+        str | None,
+        typer.Argument(help="A git revision (a commit, branch or tag); or pass --base-dir."),
+    ] = None,
     head: Annotated[
         str | None,
-        typer.Argument(help="A git revision or a folder (default: the working tree)."),
+        typer.Argument(help="A git revision (default: the working tree); or pass --head-dir."),
     ] = None,
     root: RootOpt = None,
     fmt: Annotated[
@@ -197,11 +200,29 @@ def diff(
             "on GitLab; in a GitHub pull request pass the head's sha).",
         ),
     ] = None,
+    base_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--base-dir",
+            help="Compare with the project in this folder instead of a revision.",
+            file_okay=False,
+        ),
+    ] = None,
+    head_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--head-dir",
+            help="Take the head from the project in this folder instead of the working tree.",
+            file_okay=False,
+        ),
+    ] = None,
 ) -> None:
     """Compare two versions of the declarations: locks, order edges, paths, findings, exceptions."""
     from lockdocs.commands import diff as body
 
-    raise typer.Exit(body.diff(base, head, root, fmt, fail_on, repo_url, revision))
+    raise typer.Exit(
+        body.diff(base, head, root, fmt, fail_on, repo_url, revision, base_dir, head_dir)
+    )
 
 
 @app.command()

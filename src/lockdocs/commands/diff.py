@@ -10,19 +10,22 @@ from pathlib import Path
 import typer
 
 from lockdocs.commands import DiffFormat, FailOn
+from lockdocs.diagnostics import printable
 from lockdocs.diff import FORMATTERS, DiffInputError
 from lockdocs.diff import run as run_diff
 from lockdocs.project.files import RootNotFound, find_root
 
 
 def diff(
-    base: str,
+    base: str | None,
     head: str | None,
     root: Path | None,
     fmt: DiffFormat,
     fail_on: FailOn,
     repo_url: str | None,
     revision: str | None,
+    base_dir: Path | None = None,
+    head_dir: Path | None = None,
 ) -> int:
     """0, or 1 with --fail-on new-findings and a new unwaived finding, or 2 for bad input.
     Messages go through typer.echo, as they always have."""
@@ -43,13 +46,22 @@ def diff(
         repo_url = f"{env['GITHUB_SERVER_URL']}/{env['GITHUB_REPOSITORY']}"
     revision = revision or env.get("GITHUB_SHA") or None
     try:
-        result = run_diff(base, head, project, repo_url=repo_url, revision=revision, blob=blob)
+        result = run_diff(
+            base,
+            head,
+            project,
+            base_dir=base_dir,
+            head_dir=head_dir,
+            repo_url=repo_url,
+            revision=revision,
+            blob=blob,
+        )
     except DiffInputError as exc:
         if exc.details:
             sys.stderr.write(exc.details)
-        typer.echo(f"lockdocs: {exc.message}", err=True)
+        typer.echo(f"lockdocs: {printable(exc.message)}", err=True)
         if exc.hint:
-            typer.echo(f"hint: {exc.hint}", err=True)
+            typer.echo(f"hint: {printable(exc.hint)}", err=True)
         return 2
     sys.stdout.write(FORMATTERS[fmt.value](result))
     if fail_on is FailOn.new_findings and result["new_unwaived"]:

@@ -2,8 +2,8 @@
 
 A reviewer of a pull request reads the YAML diff, but the YAML diff does not say that a reordered
 step adds an order edge, closes a cycle or fixes a waived finding. This package loads both sides
-(`sides.py`: a git revision, a folder, or the working tree), resolves and analyses each as
-`check` does, compares the resolved models (`compare.py`) and prints the comparison as text,
+(`sides.py`: a git revision read with `gitread.py`, a folder named with `--base-dir` or
+`--head-dir`, or the working tree), resolves and analyses each as `check` does, compares the resolved models (`compare.py`) and prints the comparison as text,
 JSON (`text.py`) or a pull-request comment (`markdown.py`).
 """
 
@@ -24,25 +24,40 @@ FORMATTERS = {"text": format_text, "markdown": format_markdown, "json": format_j
 
 
 def run(
-    base: str,
+    base: str | None,
     head: str | None,
     project: Path,
     *,
+    base_dir: Path | None = None,
+    head_dir: Path | None = None,
     repo_url: str | None = None,
     revision: str | None = None,
     blob: str = "blob",
 ) -> dict[str, Any]:
     """Open both sides and compare them; DiffInputError for bad input at either side.
 
-    With a repository URL and the head revision, the Markdown links findings and paths to
-    their files and lines (`result["link"]`); a head given as a folder gets no links.
+    `base` and `head` are git revisions (head None: the working tree); `base_dir` and
+    `head_dir` name folders instead. With a repository URL and the head revision, the Markdown
+    links findings and paths to their files and lines (`result["link"]`); a head given as a
+    folder gets no links.
     """
     if not project.is_dir():
         raise DiffInputError(f"no folder {project}")
-    with open_side(base, project) as before, open_side(head, project) as after:
+    if (base is None) == (base_dir is None):
+        raise DiffInputError(
+            "name the base once: a git revision (BASE) or a folder (--base-dir DIR)"
+        )
+    if head is not None and head_dir is not None:
+        raise DiffInputError(
+            "name the head once: a git revision (HEAD) or a folder (--head-dir DIR)"
+        )
+    with (
+        open_side(base, project, folder=base_dir, option="--base-dir") as before,
+        open_side(head, project, folder=head_dir, option="--head-dir") as after,
+    ):
         result = compare(before, after)
     result["link"] = None
-    if repo_url and revision and (head is None or not (Path(head) / "locks.yaml").is_file()):
+    if repo_url and revision and head_dir is None:
         result["link"] = {
             "repo": repo_url.rstrip("/"),
             "revision": revision,

@@ -4,6 +4,7 @@ one JSON-ready dict that every output format only prints."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from lockdocs import model as m
@@ -264,16 +265,23 @@ def compare(base: Side, head: Side) -> dict[str, Any]:
     paths = _compare_paths(base.model, head.model, mapping)
     blame = blamed_paths(paths)
     if blame and any(d.code == "LD201" for d in head.findings):
-        head = Side(head.label, head.model, analyse(head.model, blame=blame))
+        head = replace(head, findings=analyse(head.model, blame=blame))
     findings = compare_findings(base.findings, head.findings, mapping)
     failing = [
         f
-        for f in findings["new"] + findings["no_longer_waived"]
+        # A changed finding fails too when it now reaches a path it did not (a cycle the
+        # change extends to a new path is a new way to deadlock there).
+        for f in findings["new"]
+        + findings["no_longer_waived"]
+        + [c for c in findings["changed"] if c["new_paths"]]
         if not f["waived_by"] and Severity(f["severity"]) in FAILING
     ]
     result: dict[str, Any] = {
-        "base": base.label,
-        "head": head.label,
+        "base": base.title,
+        "head": head.title,
+        # What each side is: a revision (with the commit it resolved to), a folder, or the
+        # working tree; the outputs say which was compared.
+        "sides": {"base": base.describe(), "head": head.describe()},
         "locks": _compare_locks(base.model, head.model, renames),
         "edges": _compare_edges(order_edges(base.model, mapping), order_edges(head.model, {})),
         "paths": paths,
@@ -315,6 +323,7 @@ def summary_counts(result: dict[str, Any]) -> list[str]:
         (len(exceptions["removed"]), "exception", "", "removed"),
         (len(findings["new"]), "new finding", "new findings", ""),
         (len(findings["no_longer_waived"]), "finding", "", "no longer waived"),
+        (len(findings["changed"]), "finding", "", "changed"),
         (len(findings["fixed"]), "finding", "", "fixed"),
         (len(findings["newly_waived"]), "finding", "", "newly waived"),
     ]

@@ -53,8 +53,14 @@ def _code(s: str) -> str:
     return f"{ticks}{pad}{s}{pad}{ticks}"
 
 
-def _side_md(label: str) -> str:
-    return label if label == "working tree" else _code(label)
+def _side_md(side: dict[str, Any]) -> str:
+    """A side as the comment's headline names it (see text.side_text)."""
+    if side["kind"] == "revision":
+        note = f", {_md_escape(side['note'])}" if side.get("note") else ""
+        return f"{_code(side['name'])} (revision {_code(str(side['commit'])[:12])}{note})"
+    if side["kind"] == "folder":
+        return f"folder {_code(side['name'])}"
+    return "working tree"
 
 
 def _url(link: dict[str, str] | None, file: str, line: int) -> str | None:
@@ -141,6 +147,10 @@ def _finding_md(f: dict[str, Any], link: dict[str, str] | None, label: str) -> l
         f"- {icon} **{f['code']}** {f['severity']}{waived}, {label}, at "
         f"{_place(link, f['file'], f['line'])}: {_md_escape(f['message'])}"
     ]
+    if "was" in f:  # a finding whose text changed: what it said before
+        out.append(f"  <br>Was: {_md_escape(f['was'])}")
+        if f["new_paths"]:
+            out.append(f"  <br>Now also on: {_md_escape(', '.join(f['new_paths']))}")
     why = _why(f["code"])
     if why and label != "fixed":
         out.append(f"  <br>Why it matters: {_md_escape(why)}")
@@ -162,6 +172,7 @@ def _finding_items(result: dict[str, Any], link: dict[str, str] | None) -> list[
     f = result["findings"]
     items = [_finding_md(x, link, "new") for x in f["new"]]
     items += [_finding_md(x, link, "no longer waived") for x in f["no_longer_waived"]]
+    items += [_finding_md(x, link, "changed") for x in f["changed"]]
     items += [_finding_md(x, None, "fixed") for x in f["fixed"]]
     items += [_finding_md(x, link, "now waived") for x in f["newly_waived"]]
     return items
@@ -205,7 +216,7 @@ def _render(result: dict[str, Any], keep: int | None) -> tuple[str, list[str]]:
     link = result.get("link")
     summary = _md_escape(result["summary"])
     lines = [
-        f"**lockdocs diff** {_side_md(result['base'])} → {_side_md(result['head'])}",
+        f"**lockdocs diff** {_side_md(result['sides']['base'])} → {_side_md(result['sides']['head'])}",
         "",
         f"⚠️ {summary}" if result["new_unwaived"] else summary,
     ]
@@ -256,7 +267,7 @@ def format_markdown(result: dict[str, Any]) -> str:
     """The comment, cut to fit GitHub's limit when it has to be."""
     if not result["changed"]:
         return (
-            f"**lockdocs diff** {_side_md(result['base'])} → {_side_md(result['head'])}: "
+            f"**lockdocs diff** {_side_md(result['sides']['base'])} → {_side_md(result['sides']['head'])}: "
             f"{_md_escape(result['summary'])}\n"
         )
     text, _ = _render(result, None)

@@ -1,12 +1,17 @@
 """The two sides of `lockdocs diff`: a git revision, a folder, or the working tree, loaded and
-analysed as `check` does. A revision is materialised into a temporary folder with git (the
-project may sit in a subfolder of the repository)."""
+analysed as `check` does.
+
+A revision is a revision: BASE and HEAD are resolved by git, never taken for a folder of the
+working tree that happens to bear the name (a pull request that adds `origin/main/locks.yaml`
+would otherwise be compared with itself). A folder is compared only when named with
+`--base-dir`/`--head-dir`. A revision's project is written into a scratch folder (`gitread.py`):
+its declarations, templates, settings and every file its `code:` globs match, so its findings
+are those `check` gives at that commit.
+"""
 
 from __future__ import annotations
 
 import os
-import re
-import subprocess
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,12 +21,12 @@ from pathlib import Path
 from lockdocs import model as m
 from lockdocs.api import analyse, load
 from lockdocs.diagnostics import Diagnostic, Severity
-from lockdocs.load import MAX_FILE_BYTES
+from lockdocs.diff.gitread import LOCKS_FILE, RevisionError, materialize, repository, resolve
 from lockdocs.report import REPORTERS
 
-LOCKS_FILE = "locks.yaml"
-# What a project's declarations are made of, besides the paths folder (named in locks.yaml).
-EXTRA_FILES = ("templates", "pyproject.toml")
+REVISION = "revision"
+FOLDER = "folder"
+WORKING_TREE = "working tree"
 
 
 class DiffInputError(Exception):
@@ -36,158 +41,116 @@ class DiffInputError(Exception):
 
 @dataclass(frozen=True)
 class Side:
-    """One side of the comparison, loaded and analysed."""
+    """One side of the comparison, loaded and analysed: what it is (a revision, a folder or
+    the working tree), as named, and for a revision the commit it resolved to."""
 
     label: str
     model: m.Model
     findings: list[Diagnostic]
+    kind: str = WORKING_TREE
+    commit: str | None = None
+    note: str = ""  # "no locks.yaml": the revision before the project adopted lockdocs
 
+    @property
+    def title(self) -> str:
+        return f"{self.label} ({self.note})" if self.note else self.label
 
-# --- reading a side ---------------------------------------------------------------------------
-
-
-def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess[bytes]:
-    try:
-        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, check=False)
-    except FileNotFoundError:
-        raise DiffInputError("git is not installed; compare two folders instead") from None
-
-
-_PATHS_KEY = re.compile(r"""^paths:[ \t]*["']?([^"'#\n]*?)["']?[ \t]*(?:#.*)?$""", re.MULTILINE)
-
-
-def _paths_folder(locks_text: bytes) -> str:
-    """The paths folder that locks.yaml names (paths/ by default). A line match, not a YAML
-    parse: the loader parses the file later, with its limits on size and aliases."""
-    found = _PATHS_KEY.search(locks_text.decode("utf-8", "replace"))
-    folder = found.group(1).strip().strip("/") if found else ""
-    return folder or "paths"
-
-
-def materialize(rev: str, project: Path, dest: Path, *, empty_ok: bool = False) -> bool:
-    """Write the project's declaration files as they are at `rev` into `dest`.
-
-    Only locks.yaml, the paths folder, templates/ and pyproject.toml: what the model and the
-    severity settings are built from. The project may sit in a subfolder of the repository.
-    Returns False, writing nothing, when the revision has no locks.yaml and `empty_ok` (the
-    base of the pull request that adopts lockdocs).
-    """
-    if rev.startswith("-"):  # never let a revision be read as an option
-        raise DiffInputError(f"unknown revision {rev}")
-    top = _git(["rev-parse", "--show-toplevel"], project)
-    if top.returncode != 0:
-        raise DiffInputError(f"'{rev}' is not a folder, and {project} is not in a git repository")
-    # Paths from git as the file system spells them (os.fsdecode): under LC_ALL=C a non-ASCII
-    # folder name must round-trip into the next git call and into open().
-    toplevel = Path(os.fsdecode(top.stdout.strip()))
-    prefix = os.fsdecode(_git(["rev-parse", "--show-prefix"], project).stdout.strip())
-    found = _git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], toplevel)
-    if found.returncode != 0:
-        raise DiffInputError(f"unknown revision {rev}")
-    commit = found.stdout.decode().strip()
-    where = f" (in {prefix.rstrip('/')})" if prefix else ""
-    size = _git(["cat-file", "-s", f"{commit}:{prefix}{LOCKS_FILE}"], toplevel)
-    if size.returncode == 0:
-        _refuse_large(f"{prefix}{LOCKS_FILE}", int(size.stdout.strip() or 0), rev)
-    locks = _git(["show", f"{commit}:{prefix}{LOCKS_FILE}"], toplevel)
-    if locks.returncode != 0 and empty_ok:
-        return False
-    if locks.returncode != 0:
-        raise DiffInputError(
-            f"no {LOCKS_FILE} at revision {rev}{where}",
-            hint="run lockdocs diff in the project's folder, or pass --root DIR",
-        )
-    dest.mkdir(parents=True, exist_ok=True)
-    (dest / LOCKS_FILE).write_bytes(locks.stdout)
-    wanted = [f"{prefix}{_paths_folder(locks.stdout)}", *(f"{prefix}{x}" for x in EXTRA_FILES)]
-    listing = _git(["ls-tree", "-r", "-z", "-l", "--full-tree", commit, "--", *wanted], toplevel)
-    if listing.returncode != 0:
-        raise DiffInputError(
-            f"cannot list the files of revision {rev}: "
-            f"{listing.stderr.decode('utf-8', 'replace').strip()}"
-        )
-    for entry in os.fsdecode(listing.stdout).split("\0"):
-        if not entry:
-            continue
-        meta, _, name = entry.partition("\t")
-        mode, kind, _, *rest = meta.split()
-        # Blobs only (a symlink's blob is where it points: never taken as a file).
-        if kind != "blob" or mode == "120000" or not name.startswith(prefix):
-            continue
-        rel = Path(name[len(prefix) :])
-        if rel.is_absolute() or ".." in rel.parts:
-            continue
-        _refuse_large(name, int(rest[0]) if rest and rest[0].isdigit() else 0, rev)
-        blob = _git(["show", f"{commit}:{name}"], toplevel)
-        if blob.returncode != 0:
-            raise DiffInputError(f"cannot read {name} at revision {rev}")
-        target = dest / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(blob.stdout)
-    return True
-
-
-def _refuse_large(name: str, size: int, rev: str) -> None:
-    """A blob over the loader's limit is refused before git hands it over (a 1 GiB blob was
-    read whole: 8.3 s and 2.1 GB)."""
-
-    if size > MAX_FILE_BYTES:
-        raise DiffInputError(
-            f"{name} at revision {rev} is {size:,} bytes; the limit is {MAX_FILE_BYTES:,}",
-            hint="declarations are text of a few hundred KiB; split the file, or compare "
-            "other revisions",
-        )
-
-
-def _is_revision(spec: str, project: Path) -> bool:
-    if spec.startswith("-"):
-        return False
-    probe = _git(["rev-parse", "--verify", "--quiet", f"{spec}^{{commit}}"], project)
-    return probe.returncode == 0
+    def describe(self) -> dict[str, str | None]:
+        return {"kind": self.kind, "name": self.label, "commit": self.commit, "note": self.note}
 
 
 def _diagnostics_text(diags: list[Diagnostic]) -> str:
     return REPORTERS["text"](diags, "")
 
 
-def load_side(root: Path, label: str) -> Side:
+def load_side(root: Path, label: str, kind: str = WORKING_TREE, commit: str | None = None) -> Side:
     """Load and analyse one side; invalid declarations are bad input (exit 2), as in `check`."""
 
     model, diags = load(root)
+    what = f"{kind} {label}" if kind != WORKING_TREE else label
     if model is None:
-        raise DiffInputError(f"the declarations at {label} are not valid", _diagnostics_text(diags))
+        raise DiffInputError(f"the declarations at {what} are not valid", _diagnostics_text(diags))
     findings = analyse(model)
     bad = [d for d in findings if d.code.startswith("LD0") and d.severity is Severity.ERROR]
     if bad:
-        raise DiffInputError(f"the declarations at {label} are not valid", _diagnostics_text(bad))
-    return Side(label, model, findings)
+        raise DiffInputError(f"the declarations at {what} are not valid", _diagnostics_text(bad))
+    return Side(label, model, findings, kind, commit)
 
 
 @contextmanager
-def open_side(spec: str | None, project: Path) -> Iterator[Side]:
-    """A side from a folder, a git revision, or (spec None) the project's working tree.
+def _no_scan_cache() -> Iterator[None]:
+    """A scratch folder's scan is not cached: the cache is one index per project folder, and
+    each run's scratch folder is new (it would leave an index behind per run)."""
+    before = os.environ.get("LOCKDOCS_CACHE")
+    os.environ["LOCKDOCS_CACHE"] = "off"
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["LOCKDOCS_CACHE"]
+        else:
+            os.environ["LOCKDOCS_CACHE"] = before
 
-    A folder wins when it holds locks.yaml; otherwise the spec is a revision.
-    """
-    if spec is None:
+
+def _folder_hint(spec: str, option: str) -> str:
+    if (Path(spec) / LOCKS_FILE).is_file():
+        return (
+            f"'{spec}' is also a folder with {LOCKS_FILE}; lockdocs diff reads BASE and HEAD as "
+            f"git revisions only: to compare with the folder, pass {option} {spec}"
+        )
+    return (
+        f"name a commit, branch or tag (git log shows them); to compare folders, pass {option} DIR"
+    )
+
+
+@contextmanager
+def open_revision(spec: str, project: Path, option: str) -> Iterator[Side]:
+    """The project as it is at a git revision. `option` names the folder form in hints."""
+    repo = repository(project)
+    if repo is None:
+        raise DiffInputError(
+            f"'{spec}' cannot be read as a git revision: {project} is not in a git repository",
+            hint=f"run lockdocs diff inside the repository, or compare folders with {option} DIR",
+        )
+    commit = resolve(spec, repo)
+    if commit is None:
+        raise DiffInputError(f"unknown revision {spec}", hint=_folder_hint(spec, option))
+    where = f" (in {repo.prefix.rstrip('/')})" if repo.prefix else ""
+    with tempfile.TemporaryDirectory(prefix="lockdocs-diff-") as tmp, _no_scan_cache():
+        try:
+            found = materialize(spec, commit, repo, Path(tmp))
+        except RevisionError as exc:
+            raise DiffInputError(exc.message, hint=exc.hint) from None
+        if found:
+            yield load_side(Path(tmp), spec, REVISION, commit)
+        elif (project / LOCKS_FILE).is_file():
+            # The pull request that adopts lockdocs: the project exists now but not at the
+            # revision; that side is an empty project, and everything shows as added.
+            yield Side(spec, empty_model(project), [], REVISION, commit, f"no {LOCKS_FILE}")
+        else:
+            raise DiffInputError(
+                f"no {LOCKS_FILE} at revision {spec}{where}",
+                hint="run lockdocs diff in the project's folder, or pass --root DIR",
+            )
+
+
+@contextmanager
+def open_side(
+    spec: str | None, project: Path, *, folder: Path | None = None, option: str = "--base-dir"
+) -> Iterator[Side]:
+    """A side from a git revision (`spec`), a folder named as one (`folder`), or with neither
+    the project's working tree."""
+    if folder is not None:
+        if not (folder / LOCKS_FILE).is_file():
+            raise DiffInputError(f"no {LOCKS_FILE} in {folder}")
+        yield load_side(folder, str(folder), FOLDER)
+    elif spec is None:
         if not (project / LOCKS_FILE).is_file():
             raise DiffInputError(f"no {LOCKS_FILE} in {project}")
-        yield load_side(project, "working tree")
-        return
-    folder = Path(spec)
-    if (folder / LOCKS_FILE).is_file():
-        yield load_side(folder, spec)
-        return
-    if folder.is_dir() and not _is_revision(spec, project):
-        raise DiffInputError(f"no {LOCKS_FILE} in {spec}")
-    with tempfile.TemporaryDirectory(prefix="lockdocs-diff-") as tmp:
-        # A project that exists now but not at the revision (the pull request that adopts
-        # lockdocs): that side is an empty project, and everything shows as added.
-        adopted = (project / LOCKS_FILE).is_file()
-        if materialize(spec, project, Path(tmp), empty_ok=adopted):
-            yield load_side(Path(tmp), spec)
-        else:
-            yield Side(f"{spec} (no {LOCKS_FILE})", empty_model(project), [])
+        yield load_side(project, WORKING_TREE)
+    else:
+        with open_revision(spec, project, option) as side:
+            yield side
 
 
 def empty_model(root: Path) -> m.Model:
@@ -203,6 +166,3 @@ def empty_model(root: Path) -> m.Model:
         waivers=(),
         planned=(),
     )
-
-
-# --- comparing ----------------------------------------------------------------------------------

@@ -92,6 +92,11 @@ def sections(result: dict[str, Any]) -> list[tuple[str, list[str]]]:
             lines.append(f"{label:<12} {_finding_text(x)}")
             lines += [f"    {d}" if d else "" for d in x["details"]]
             lines += [f"    hint: {x['hint']}"] if x["hint"] else []
+    for x in f["changed"]:
+        lines.append(f"{'changed':<12} {_finding_text(x)}")
+        lines.append(f"    was: {x['was']}")
+        if x["new_paths"]:
+            lines.append(f"    now also on: {', '.join(x['new_paths'])}")
     for label, key in (("fixed", "fixed"), ("now waived", "newly_waived")):
         lines += [f"{label:<12} {_finding_text(x)}" for x in f[key]]
     if lines:
@@ -119,10 +124,22 @@ def _change_text(c: dict[str, str]) -> str:
     return f"    {c['field']}: {c['before'] or '(none)'} -> {c['after'] or '(none)'}"
 
 
+def side_text(side: dict[str, Any]) -> str:
+    """What a side is, as the headline names it: a revision and the commit it resolved to, a
+    folder, or the working tree."""
+    if side["kind"] == "revision":
+        note = f", {side['note']}" if side.get("note") else ""
+        return f"{side['name']} (revision {str(side['commit'])[:12]}{note})"
+    if side["kind"] == "folder":
+        return f"folder {side['name']}"
+    return "working tree"
+
+
 def format_text(result: dict[str, Any]) -> str:
     """For a terminal: every declared string shown with its control characters escaped."""
 
-    head = printable(f"lockdocs diff {result['base']} -> {result['head']}")
+    sides = result["sides"]
+    head = printable(f"lockdocs diff {side_text(sides['base'])} -> {side_text(sides['head'])}")
     if not result["changed"]:  # one line: nothing to read
         return f"{head}: {result['summary']}\n"
     lines = [head]
