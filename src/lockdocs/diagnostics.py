@@ -90,18 +90,34 @@ def sort_diagnostics(diags: list[Diagnostic]) -> list[Diagnostic]:
     return out
 
 
-# C0 and C1 controls, DEL, and the bidirectional overrides that reorder what a terminal shows.
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# C0 and C1 controls, DEL, and the bidirectional overrides that reorder what a terminal shows;
+# then every other format character (Unicode's Cf, Zl and Zp: zero-width spaces and joiners,
+# the word joiner, BOMs, invisible operators, line and paragraph separators, tag characters)
+# and the characters that draw nothing (the combining grapheme joiner, Hangul fillers,
+# Mongolian and supplementary variation selectors), which hide or fake text in a review.
+_UNSAFE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+    "\u00ad\u0600-\u0605\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200d\u2028\u2029"
+    "\u2060-\u2064\u206a-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+    "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
+    "\U000e0020-\U000e007f"
+    "\u034f\u115f\u1160\u3164\uffa0\u180b-\u180d\u180f\U000e0100-\U000e01ef]"
+)
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def _escaped(m: re.Match[str]) -> str:
     ch = m.group(0)
     code = ord(ch)
-    return _NAMED.get(ch) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+    if ch in _NAMED:
+        return _NAMED[ch]
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def printable(text: str) -> str:
     """A user string as a terminal may show it: every control character (ESC, so no colours
-    or OSC clipboard writes; a newline, so no fake second line) written as an escape."""
+    or OSC clipboard writes; a newline, so no fake second line), bidirectional override and
+    invisible character (a zero-width space, a tag character) written as an escape."""
     return _UNSAFE.sub(_escaped, text) if _UNSAFE.search(text) else text

@@ -9,9 +9,11 @@ are cut to fit and the comment says what was left out. A diff with no change is 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import quote
 
+from lockdocs.diagnostics import printable
 from lockdocs.diff.compare import count
 from lockdocs.diff.text import sections, side_by_side
 from lockdocs.rules.catalog import load_all
@@ -22,30 +24,36 @@ LIMIT = 65_000
 _SEVERITY_ICON = {"error": "🔴", "warning": "🟠", "info": "🔵"}
 
 
+# Markdown's inline punctuation, escaped with a backslash (the backslash itself first).
+_MD_PUNCT = re.compile(r"([\\`*_\[\]|~])")
+# A mention or an issue reference would notify people or link issues from a bot's comment:
+# a zero-width space (as an entity, so the comment's source shows it) breaks each.
+_PING = re.compile(r"([@#])(?=[A-Za-z0-9])|\b(GH)-(?=[0-9])", re.IGNORECASE)
+
+
 def _md_escape(s: str) -> str:
-    """Text in Markdown and GitHub's HTML: no tags, no emphasis surprises."""
-    return (
-        s.replace("&", "&amp;")
-        .replace("<", "&lt;")
-        .replace(">", "&gt;")
-        .replace("*", "\\*")
-        .replace("_", "\\_")
-        .replace("`", "\\`")
-        .replace("[", "\\[")
-        .replace("]", "\\]")
-        .replace("|", "\\|")
-    )
+    """Text a pull request wrote, as one inert line of a comment: controls, newlines, bidi and
+    invisible characters shown as escapes (so no raw HTML, heading or `</details>` on a line
+    of its own), no tag or entity, no emphasis, code or link syntax, no live @mention or issue
+    reference."""
+    s = _MD_PUNCT.sub(r"\\\1", printable(s))
+    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _PING.sub(lambda m: f"{m.group(1) or m.group(2) + '-'}&#8203;", s)
 
 
-def _fence(body: str, lang: str, indent: str = "") -> list[str]:
-    """A fenced block, one list entry per line, each indented (to sit inside a list item)."""
+def _fence(rows: list[str], lang: str, indent: str = "") -> list[str]:
+    """A fenced block of these lines, each indented (to sit inside a list item) and shown as
+    `printable` shows it: a newline or carriage return a declaration holds is no line of its
+    own (a carriage return ends a Markdown line too)."""
+    lines = [printable(line) for line in rows]
     ticks = "```"
-    while ticks in body:
+    while any(ticks in line for line in lines):
         ticks += "`"
-    return [indent + line for line in [f"{ticks}{lang}", *body.rstrip("\n").split("\n"), ticks]]
+    return [indent + line for line in [f"{ticks}{lang}", *lines, ticks]]
 
 
 def _code(s: str) -> str:
+    s = printable(s)
     ticks = "`"
     while ticks in s:
         ticks += "`"
@@ -89,8 +97,10 @@ _EDGE_STYLE = {
 
 
 def _mm_label(s: str) -> str:
-    """Text inside a quoted Mermaid label: no quote, no markup."""
-    return _md_escape(s).replace('"', "#quot;").replace("\\", "")
+    """Text inside a quoted Mermaid label: no quote, entity, tag or Markdown string (a label
+    that starts with a backtick), every character as it reads."""
+    s = printable(s).replace("#", "#35;").replace("&", "#38;").replace('"', "#quot;")
+    return s.replace("<", "#lt;").replace(">", "#gt;").replace("`", "#96;")
 
 
 def mermaid_diagram(result: dict[str, Any]) -> str:
@@ -161,7 +171,7 @@ def _finding_md(f: dict[str, Any], link: dict[str, str] | None, label: str) -> l
             "",
             "  <details><summary>The proof</summary>",
             "",
-            *_fence("\n".join(f["details"]), "text", "  "),
+            *_fence(f["details"], "text", "  "),
             "",
             "  </details>",
         ]
@@ -183,7 +193,7 @@ def _path_items(result: dict[str, Any], link: dict[str, str] | None) -> list[lis
     items: list[list[str]] = []
     for p in paths["added"]:
         head = f"- ➕ **{_md_escape(p['id'])}** ({_md_escape(p['title'])}), {_place(link, p['file'], p['line'])}"
-        items.append([head, *_fence("\n".join(p["acquisitions"]), "text", "  ")])
+        items.append([head, *_fence(p["acquisitions"], "text", "  ")])
     for p in paths["removed"]:
         items.append(
             [f"- ➖ **{_md_escape(p['id'])}** ({_md_escape(p['title'])}), {_code(p['file'])}"]
@@ -193,7 +203,7 @@ def _path_items(result: dict[str, Any], link: dict[str, str] | None) -> list[lis
         what = "reordered" if p["reordered"] else "takes other locks"
         head = f"- ✏️ **{_md_escape(p['id'])}** {what}, {_place(link, p['file'], p['line'])}"
         rows = side_by_side(p["before"], p["after"], reordered=p["reordered"])
-        items.append([head, *_fence("\n".join(rows), "text", "  ")])
+        items.append([head, *_fence(rows, "text", "  ")])
     return items
 
 
@@ -227,7 +237,7 @@ def _render(result: dict[str, Any], keep: int | None) -> tuple[str, list[str]]:
         if keep is not None and len(findings) > keep:
             cut.append(f"{len(findings) - keep} of {len(findings)} findings")
     if result["edges"]["added"] or result["edges"]["removed"]:
-        graph = _fence(mermaid_diagram(result), "mermaid")
+        graph = _fence(mermaid_diagram(result).rstrip("\n").split("\n"), "mermaid")
         if keep is not None and keep < 50:
             graph = ["The graph is left out to fit; run `lockdocs diff` locally."]
             cut.append("the order graph")
@@ -256,7 +266,7 @@ def _render(result: dict[str, Any], keep: int | None) -> tuple[str, list[str]]:
             "",
             f"<details><summary><b>{name}</b> ({count(len(heads), 'change')})</summary>",
             "",
-            *_fence("\n".join(shown), "diff"),
+            *_fence(shown, "diff"),
             "",
             "</details>",
         ]

@@ -2,7 +2,8 @@
 
 Every location's URI is the file relative to the repository top (see `where.py`), percent-
 encoded (a space in a file name is `%20`, or the document fails the schema's uri-reference
-format). A cycle's other hops are `relatedLocations`, and its interleaving is one `codeFlow`
+format). Message texts show what a declaration wrote as a terminal does (`printable`), square
+brackets escaped so no embedded link is made. A cycle's other hops are `relatedLocations`, and its interleaving is one `codeFlow`
 with a `threadFlow` per transaction. Each rule links to its section of the rules page when the
 project sets `rules_url`; the driver names no `informationUri`, because lockdocs has no site
 of its own to point at. tests/test_sarif.py validates the output against the official schema.
@@ -15,12 +16,19 @@ from typing import Any
 from urllib.parse import quote
 
 from lockdocs import __version__
-from lockdocs.diagnostics import Diagnostic, Location, Related, Severity
+from lockdocs.diagnostics import Diagnostic, Location, Related, Severity, printable
 from lockdocs.report.where import Where
 from lockdocs.rules.catalog import load_all
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+
+
+def text(s: str) -> str:
+    """A declaration's text in a SARIF plain-text message: controls, bidi and invisible
+    characters shown as escapes (as on a terminal), and square brackets escaped, so a title
+    cannot make an embedded link (`[text](uri)`, SARIF 2.1.0 section 3.11.6) in the alert."""
+    return printable(s).replace("[", "\\[").replace("]", "\\]")
 
 
 def uri(where: Where, file: str) -> str:
@@ -38,7 +46,7 @@ def _physical(where: Where, loc: Location) -> dict[str, Any]:
 def _location(where: Where, loc: Location, message: str = "", ident: int | None = None) -> Any:
     out: dict[str, Any] = {"physicalLocation": _physical(where, loc)}
     if message:
-        out["message"] = {"text": message}
+        out["message"] = {"text": text(message)}
     if ident is not None:
         out["id"] = ident
     return out
@@ -55,11 +63,11 @@ def _thread(where: Where, index: int, steps: tuple[Related, ...]) -> dict[str, A
 
 
 def _result(d: Diagnostic, where: Where, index: dict[str, int]) -> dict[str, Any]:
-    text = d.message + (f"\nhint: {d.hint}" if d.hint else "")
+    body = text(d.message) + (f"\nhint: {text(d.hint)}" if d.hint else "")
     result: dict[str, Any] = {
         "ruleId": d.code,
         "level": _LEVEL[d.severity],
-        "message": {"text": text},
+        "message": {"text": body},
         "locations": [_location(where, d.location)],
     }
     if d.code in index:
@@ -76,7 +84,7 @@ def _result(d: Diagnostic, where: Where, index: dict[str, int]) -> dict[str, Any
             }
         ]
     if d.waived_by:
-        result["suppressions"] = [{"kind": "inSource", "justification": d.waived_by}]
+        result["suppressions"] = [{"kind": "inSource", "justification": text(d.waived_by)}]
     return result
 
 
