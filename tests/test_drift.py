@@ -156,3 +156,32 @@ def test_no_svg_compares_dot_only(tmp_path: Path) -> None:
     result = run_cli("check", "--no-svg", "--format", "json", "--root", str(root))
     assert result.code == 1
     assert not any(f["file"].endswith(".svg") for f in json.loads(result.out)["drift"]["files"])
+
+
+def test_a_hand_edit_of_a_diagram_is_drift_and_build_draws_it_again(tmp_path: Path) -> None:
+    """An SVG is compared by the hash of its own text, not only by the DOT it came from:
+    a hand edit is drift on any machine, and build draws it again."""
+    root = _init(tmp_path)
+    svg = root / "docs" / "database-locks" / "paths" / "sync-account.svg"
+    drawn = svg.read_text(encoding="utf-8")
+    assert "lockdocs-svg-sha256: " in drawn
+    # a checkout that turned every line end into CRLF is not an edit
+    svg.write_bytes(drawn.replace("\n", "\r\n").encode("utf-8"))
+    assert run_cli("check", "--root", str(root)).code == 0
+    edited = drawn.replace("</svg>", "<text>edited by hand</text>\n</svg>")
+    assert edited != drawn
+    svg.write_text(edited, encoding="utf-8")
+    result = run_cli("check", "--format", "json", "--root", str(root))
+    assert result.code == 1
+    [finding] = result.json()["diagnostics"]
+    assert finding["code"] == "LD602"
+    assert finding["file"] == "docs/database-locks/paths/sync-account.svg"
+    assert "was edited after lockdocs drew it" in finding["message"]
+    assert run_cli("build", "--root", str(root)).code == 0
+    assert svg.read_text(encoding="utf-8") == drawn
+    assert run_cli("check", "--root", str(root)).code == 0
+    # an SVG drawn before lockdocs stamped its text is drift until it is drawn again
+    svg.write_text(re.sub(r"<!-- lockdocs-svg-sha256: \w+ -->\n", "", drawn), encoding="utf-8")
+    result = run_cli("check", "--root", str(root))
+    assert result.code == 1
+    assert "carries no lockdocs-svg-sha256 stamp" in result.out

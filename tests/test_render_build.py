@@ -15,7 +15,7 @@ import lockdocs.render.build as build_mod
 import lockdocs.render.pages as pages_mod
 from conftest import run_cli
 from lockdocs.api import build as api_build
-from lockdocs.render.svg import STAMP, dot_hash
+from lockdocs.render.svg import STAMP, dot_hash, stamp
 
 FIXTURE = Path(__file__).parent / "fixtures" / "render_project"
 PAGE = "docs/database-locks.md"
@@ -191,8 +191,17 @@ def test_an_edited_fact_is_drift_with_a_diff_naming_the_file(built: Path) -> Non
 def test_svg_is_compared_by_its_stamp_not_its_bytes(built: Path) -> None:
     svg = built / STEM / "paths" / "place-order.svg"
     # another Graphviz draws other coordinates: not drift while the stamp matches the DOT
-    svg.write_text(re.sub(r'width="[0-9.]+pt"', 'width="1pt"', svg.read_text()))
+    drawn = re.sub(r"<!-- lockdocs-\w+-sha256: \w+ -->\n", "", svg.read_text())
+    dot = (built / STEM / "paths" / "place-order.dot").read_text()
+    other = stamp(re.sub(r'width="[0-9.]+pt"', 'width="1pt"', drawn), dot_hash(dot))
+    svg.write_text(other)
     assert run_cli("check", "--root", str(built)).code == 0
+    # the same change made by hand is drift: the SVG's own stamp no longer matches its text
+    svg.write_text(re.sub(r'height="[0-9.]+pt"', 'height="1pt"', other))
+    edited = run_cli("check", "--root", str(built))
+    assert edited.code == 1
+    assert f"{STEM}/paths/place-order.svg was edited after lockdocs drew it" in edited.out
+    svg.write_text(other)
     svg.write_text(svg.read_text().replace(STAMP + ": ", STAMP + ": 00"))
     result = run_cli("check", "--root", str(built))
     assert result.code == 1

@@ -143,3 +143,23 @@ def test_serve_keeps_the_last_good_page_and_shows_the_error(tmp_path: Path) -> N
         assert BANNER in broken and "LD201" in broken
         assert "Close a ledger now" not in broken  # the last page that built, not the new one
         assert server.proc.poll() is None
+
+
+def test_serve_reloads_when_a_code_file_changes(tmp_path: Path) -> None:
+    """`mkdocs serve` watches the files `code:` names: a locking statement added to one is
+    checked at once, as an edit of the declarations is."""
+    locks = GOOD["locks.yaml"] + 'code: ["db/*.sql"]\n'
+    files = {**GOOD, "locks.yaml": locks, "db/queries.sql": "SELECT 1;\n", "mkdocs.yml": MKDOCS_YML}
+    root = write_project(tmp_path / "site", files)
+    assert run_cli("build", "--root", str(root)).code == 0
+    with serving(root) as server:
+        server.wait_for("Serving on")
+        assert BANNER not in server.page()
+        (root / "db" / "queries.sql").write_text(
+            "-- name: LockOrphan :one\nSELECT id FROM app.orphans WHERE id = $1 FOR UPDATE;\n",
+            encoding="utf-8",
+        )
+        server.wait_for("lockdocs: serving the last page that built")
+        server.wait_for("Documentation built")
+        page = server.page()
+        assert BANNER in page and "LD702" in page

@@ -12,9 +12,10 @@ docs/, which any site generator can serve. This plugin only adds conveniences fo
   diagrams rendered at build time;
 - a generated page hides Material's left sidebar, so its wide tables get the room, and each
   diagram links to itself at full size (a large lock-order graph is scaled down to fit);
-- under `mkdocs serve` it watches locks.yaml, paths/ and templates/ so an edit reloads the page,
-  and a failure does not stop the server: the last page that built stays, with the error on
-  it and in the terminal, until the files are fixed.
+- under `mkdocs serve` it watches locks.yaml, paths/, templates/, pyproject.toml and the files
+  the `code:` globs match (the folder each glob starts in, so a new file there counts too) so
+  an edit reloads the page, and a failure does not stop the server: the last page that built
+  stays, with the error on it and in the terminal, until the files are fixed.
 
 ```yaml
 plugins:
@@ -48,6 +49,7 @@ from lockdocs.render.pages import render_outputs
 from lockdocs.render.svg import GraphvizError, dot_hash, render_svgs, svg_stamp
 from lockdocs.render.targets import DOCS, RenderError, read_manifest
 from lockdocs.report import REPORTERS
+from lockdocs.scan.collect import glob_files
 from lockdocs.site import missing
 
 if TYPE_CHECKING:
@@ -124,13 +126,38 @@ def _svgs(root: Path, dots: dict[str, str]) -> dict[str, str]:
     return {rel: out[rel] for rel in sorted(out)}
 
 
+_WILD = re.compile(r"[*?\[]")
+
+
+def code_watch(root: Path, globs: tuple[Any, ...]) -> set[tuple[Path, bool]]:
+    """What `mkdocs serve` watches for the `code:` globs: (path, recursive). A glob's folder
+    before its first wildcard, whole, so a file added there counts too; for a glob that starts
+    with a wildcard (the whole project would be too much to watch), the folders of the files
+    it matches now, each alone."""
+    out: set[tuple[Path, bool]] = set()
+    for glob in globs:
+        parts = [p for p in glob.pattern.split("/") if p not in ("", ".")]
+        fixed: list[str] = []
+        for part in parts[:-1]:
+            if _WILD.search(part):
+                break
+            fixed.append(part)
+        if fixed:
+            out.add((root.joinpath(*fixed), True))
+            continue
+        files, _ = glob_files(root, [glob])
+        out.update((path.parent, False) for _, path in files)
+    return out
+
+
 def _report(diagnostics: list[Any]) -> str:
     return str(REPORTERS["text"](diagnostics, ""))
 
 
-def render_project(project: _Project) -> tuple[dict[str, str], list[Path]]:
+def render_project(project: _Project) -> tuple[dict[str, str], set[tuple[Path, bool]]]:
     """Check one project and render its pages: posix path relative to docs/ -> text, and
-    the declaration files read (for `mkdocs serve` to watch).
+    what `mkdocs serve` watches: the declaration files read and the `code:` files, as
+    (path, recursive).
 
     Raises PluginError when the declarations are invalid or a finding is an unwaived error.
     """
@@ -173,8 +200,10 @@ def render_project(project: _Project) -> tuple[dict[str, str], list[Path]]:
         project.root, {rel: text for rel, text in rendered.items() if rel.endswith(".dot")}
     )
     outputs.update({rel.removeprefix(DOCS + "/"): text for rel, text in svgs.items()})
-    read = [project.root / name for name in result.model.files]
-    return outputs, read
+    root = project.root
+    declared = [root / name for name in result.model.files]
+    watch = {(f.parent, True) if f.parent != root else (f, False) for f in declared}
+    return outputs, watch | code_watch(root, result.model.code)
 
 
 def _require_extensions(outputs: dict[str, str], config: MkDocsConfig, project: _Project) -> None:
@@ -237,7 +266,7 @@ def _committed(project: _Project) -> dict[str, str]:
     return out
 
 
-def _guarded(project: _Project) -> tuple[dict[str, str], list[Path]]:
+def _guarded(project: _Project) -> tuple[dict[str, str], set[tuple[Path, bool]]]:
     """render_project, with anything else that goes wrong (a file system error, a bug) also
     a PluginError with a plain message, as the command line words it: MkDocs prints a
     PluginError's message and stops, where any other exception prints a traceback."""
@@ -266,7 +295,7 @@ class LockdocsPlugin(BasePlugin[LockdocsConfig]):  # type: ignore[no-untyped-cal
 
     def __init__(self) -> None:
         self._projects: list[_Project] = []
-        self._watch: set[Path] = set()
+        self._watch: set[tuple[Path, bool]] = set()  # (path, recursive)
         self._pages: set[str] = set()  # src_uri of every generated Markdown page
         # `mkdocs serve` keeps this instance across rebuilds (it has on_startup): the last
         # outputs that rendered, per project, and the error each failing project has now.
@@ -312,12 +341,10 @@ class LockdocsPlugin(BasePlugin[LockdocsConfig]):  # type: ignore[no-untyped-cal
                 _tell(str(exc))
                 self._failing[project.prefix] = str(exc)
                 outputs = self._last_good.get(project.root) or _committed(project)
-                read = []
+                read = set()
             else:
                 self._last_good[project.root] = outputs
-            self._watch.update(
-                file.parent if file.parent != project.root else file for file in read
-            )
+            self._watch.update(read)
             for rel, text in sorted(outputs.items()):
                 src_uri = project.prefix + rel
                 existing = files.get_file_from_path(src_uri)
@@ -355,10 +382,9 @@ class LockdocsPlugin(BasePlugin[LockdocsConfig]):  # type: ignore[no-untyped-cal
     ) -> LiveReloadServer | None:
         watched = set(self._watch)
         for project in self._projects:
-            watched.update(
-                (project.root / "locks.yaml", project.root / "paths", project.root / "templates")
-            )
-        for path in sorted(watched):
+            for name in ("locks.yaml", "paths", "templates", "pyproject.toml"):
+                watched.add((project.root / name, True))
+        for path, recursive in sorted(watched):
             if path.exists():
-                server.watch(str(path))
+                server.watch(str(path), recursive=recursive)
         return server

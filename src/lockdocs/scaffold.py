@@ -10,6 +10,7 @@ overwritten: init checks every target first and writes nothing when one is there
 from __future__ import annotations
 
 import io
+import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from lockdocs.api import build
 from lockdocs.render.targets import DOCS
+from lockdocs.report.where import project_prefix, repository_top
 from lockdocs.schema.definition import shipped_files
 from lockdocs.site import advise, index_md, mkdocs_yml
 
@@ -123,11 +125,42 @@ paths:
 
 PRE_COMMIT_SNIPPET = """\
 repos:
-  - repo: https://github.com/your-org/lockdocs   # wherever you get lockdocs from
-    rev: v0.1.0
+  - repo: {repo}   # a clone of lockdocs, or the URL of its repository
+    rev: {rev}   # a tag or commit there
     hooks:
       - id: lockdocs-check
 """
+
+
+def _lockdocs_clone() -> tuple[str, str] | None:
+    """The folder and commit of the git clone this lockdocs runs from (an install from a
+    clone, as docs/getting-started.md says), or None (a wheel, or no git)."""
+    top = Path(__file__).resolve().parents[2]
+    if not (top / ".pre-commit-hooks.yaml").is_file() or not (top / ".git").exists():
+        return None
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--verify", "HEAD"],
+            cwd=top,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = head.stdout.strip()
+    if head.returncode != 0 or len(commit) != 40:
+        return None
+    return str(top), commit
+
+
+def pre_commit_snippet() -> str:
+    """The .pre-commit-config.yaml block for the hook: the clone this lockdocs runs from, at
+    its commit, when it runs from one; else the two values to fill in."""
+    found = _lockdocs_clone()
+    repo, rev = found if found else ("PATH-OR-URL-OF-LOCKDOCS", "TAG-OR-COMMIT")
+    return PRE_COMMIT_SNIPPET.format(repo=repo, rev=rev)
 
 
 class ScaffoldError(Exception):
@@ -264,9 +297,20 @@ def next_steps(root: Path, advice: Advice | None = None) -> str:
         "  Zensical    pip install zensical                     zensical serve\n"
         "  (Zensical also reads the same settings from a zensical.toml.)\n"
         "\nRun the check before each commit (.pre-commit-config.yaml):\n\n"
-        + _indent(PRE_COMMIT_SNIPPET)
+        + _indent(pre_commit_snippet())
     )
-    return out
+    return out + _ci(root)
+
+
+def _ci(root: Path) -> str:
+    """The CI part of the printout: where the workflow is, and why it has no path filter."""
+    prefix = project_prefix(root) if repository_top(root) is not None else ""
+    where = f"\nAdd --root {prefix} to each lockdocs command in them." if prefix else ""
+    return (
+        "\nIn CI, run the check and post `lockdocs diff` on each pull request: lockdocs'\n"
+        "docs/ci.md has a GitHub workflow and GitLab jobs to copy. Run them on every change,\n"
+        f"with no path filter: the check reads the files code: names too.{where}\n"
+    )
 
 
 def _indent(text: str) -> str:
