@@ -140,15 +140,55 @@ def test_actions_are_at_their_current_major_version(name: str) -> None:
             assert CURRENT_MAJORS.get(action) == version, step["uses"]
 
 
-def test_the_check_workflow_is_filtered_and_one_run_per_pull_request() -> None:
+def test_the_check_workflow_runs_on_every_change_one_run_per_pull_request() -> None:
+    """No path filter: the check reads the `code:` files, which no fixed filter can list."""
     doc = _workflow("github-workflow.yml")
     on = _on(doc)
-    for event in ("pull_request", "push"):
-        paths = on[event]["paths"]
-        for wanted in ("locks.yaml", "paths/**", "templates/**", "docs/**", "pyproject.toml"):
-            assert wanted in paths, (event, wanted)
+    assert on["pull_request"] is None  # every pull request
+    assert on["push"] == {"branches": ["main"]}
     assert "pull_request.number" in doc["concurrency"]["group"]
     assert doc["concurrency"]["cancel-in-progress"] is True
+    gitlab = yaml.safe_load((EXAMPLES / "gitlab-ci.yml").read_text(encoding="utf-8"))
+    for job in ("lockdocs", "lockdocs-diff"):
+        assert all("changes" not in rule for rule in gitlab[job]["rules"]), job
+
+
+def test_the_docs_say_what_the_shipped_hook_and_workflows_do() -> None:
+    """docs/ci.md's claims, read against the files it quotes."""
+    docs = (REPO / "docs" / "ci.md").read_text(encoding="utf-8")
+    flat = " ".join(docs.split())
+    [hook] = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
+    # "The hook runs on every commit (`always_run`) ... (`pass_filenames: false`)"
+    assert hook["always_run"] is True and "files" not in hook
+    assert hook["pass_filenames"] is False and hook["entry"] == "lockdocs check"
+    assert "The hook runs on every commit (`always_run`)" in flat
+    assert "(`pass_filenames: false`)" in flat
+    # the .pre-commit-config.yaml block names the shipped hook, with a repo and a commit
+    block = re.search(r'```yaml title="\.pre-commit-config\.yaml"\n(.*?)```', docs, re.DOTALL)
+    assert block is not None
+    [repo] = yaml.safe_load(block.group(1))["repos"]
+    assert repo["hooks"] == [{"id": hook["id"]}]
+    assert re.fullmatch(r"[0-9a-f]{40}", repo["rev"]) and "your-org" not in repo["repo"]
+    # "It has no `paths:` filter" / "Neither job has a `changes:` filter"
+    assert "paths" not in json.dumps(_on(_workflow("github-workflow.yml")))
+    assert "It has no `paths:` filter on purpose" in flat
+    assert "Neither job has a `changes:` filter" in flat
+    # "installs what `LOCKDOCS_REQUIREMENT` under `env:` names, and fails ... while it is empty"
+    for name in WORKFLOWS:
+        assert _workflow(name)["env"]["LOCKDOCS_REQUIREMENT"] == ""
+        steps = {s.get("name", ""): s for s in _steps(_workflow(name))}
+        install = steps["Install lockdocs"]["run"]
+        assert 'pip install "$LOCKDOCS_REQUIREMENT"' in install and "exit 1" in install
+    steps = {s.get("name", ""): s for s in _steps(_workflow("github-workflow.yml"))}
+    assert "pip install lockdocs" not in docs
+    assert "names, and fails with that message while it is empty" in flat
+    # "`lockdocs diff origin/$BASE_REF` reads the base as a git revision", from a full clone
+    assert 'lockdocs diff "origin/$BASE_REF"' in steps["lockdocs diff"]["run"]
+    assert "--base-dir" not in steps["lockdocs diff"]["run"]
+    checkout = next(
+        s for s in _steps(_workflow("github-workflow.yml")) if "checkout" in s.get("uses", "")
+    )
+    assert checkout["with"]["fetch-depth"] == 0
 
 
 def test_the_comment_is_posted_only_when_the_diff_succeeded() -> None:
@@ -336,19 +376,28 @@ def _pre_commit(*args: str, cwd: Path, home: Path) -> subprocess.CompletedProces
     )
 
 
+QUERIES = (
+    "-- name: LockAccount :one\nSELECT id FROM public.accounts WHERE id = $1 FOR NO KEY UPDATE;\n"
+)
+
+
 @pytest.fixture
 def hooked(tmp_path: Path) -> Path:
-    """An application repository with a lockdocs project (custom paths folder) and the shipped
-    hook installed: the hook's own definition, run by the venv's lockdocs (language: system,
-    so pre-commit installs nothing from the network)."""
+    """An application repository with a lockdocs project (custom paths folder, `code:` on a
+    .sql file) and the shipped hook installed: the hook's own definition, run by the venv's
+    lockdocs (language: system, so pre-commit installs nothing from the network)."""
     repo = tmp_path / "app"
     assert run_cli("init", str(repo)).code == 0
     (repo / "paths").rename(repo / "locking")
     locks = repo / "locks.yaml"
     locks.write_text(
-        locks.read_text(encoding="utf-8").replace("lockdocs: 1\n", "lockdocs: 1\npaths: locking\n"),
+        locks.read_text(encoding="utf-8").replace(
+            "lockdocs: 1\n", 'lockdocs: 1\npaths: locking\ncode: ["db/*.sql"]\n'
+        ),
         encoding="utf-8",
     )
+    (repo / "db").mkdir()
+    (repo / "db" / "queries.sql").write_text(QUERIES, encoding="utf-8")
     schema = repo / "locking" / "accounts.yaml"
     schema.write_text(schema.read_text(encoding="utf-8"), encoding="utf-8")
     assert run_cli("build", "--root", str(repo)).code == 0
@@ -403,6 +452,19 @@ def test_pre_commit_checks_every_file_the_check_reads(hooked: Path, tmp_path: Pa
         ),
         "a template": ("templates/page.md.j2", "# {{ page.title|text }\n", "LD601"),
         "pyproject.toml": ("pyproject.toml", "[tool.lockdocs.checks]\nLD602 = 'nonsense'\n", "LD0"),
+        "a hand edit of a diagram": (
+            "docs/database-locks/paths/sync-account.svg",
+            (hooked / "docs/database-locks/paths/sync-account.svg")
+            .read_text(encoding="utf-8")
+            .replace("</svg>", "<text>edited</text></svg>"),
+            "LD602",
+        ),
+        "an undeclared lock in a code: file": (
+            "db/queries.sql",
+            QUERIES + "\n-- name: AuditAccount :one\n"
+            "SELECT id FROM public.accounts WHERE id = $1 FOR UPDATE;\n",
+            "LD702",
+        ),
     }
     for what, (file, text, code) in edits.items():
         before = (hooked / file).read_text(encoding="utf-8") if (hooked / file).exists() else None
@@ -415,10 +477,16 @@ def test_pre_commit_checks_every_file_the_check_reads(hooked: Path, tmp_path: Pa
         else:
             (hooked / file).write_text(before, encoding="utf-8")
         _git("add", "-A", cwd=hooked)
-    # a commit that touches none of them does not run the hook at all
+    # a commit that touches none of them runs the hook too (always_run), and passes
     proc = _commit(hooked, tmp_path, "src/app.py", "print('changed')\n")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert re.search(r"lockdocs check\.+\(no files to check\)Skipped", proc.stderr), proc.stderr
+    assert re.search(r"lockdocs check\.+Passed", proc.stdout + proc.stderr), proc.stderr
+    # and a commit that only deletes a file the code: glob matched fails (a stale taker)
+    (hooked / "db" / "queries.sql").unlink()
+    _git("add", "-A", cwd=hooked)
+    proc = _commit(hooked, tmp_path, "src/app.py", "print('again')\n")
+    assert proc.returncode != 0
+    assert "LD711" in proc.stdout + proc.stderr or "LD701" in proc.stdout + proc.stderr
 
 
 def test_the_docs_quote_the_shipped_files() -> None:
@@ -433,3 +501,18 @@ def test_the_docs_quote_the_shipped_files() -> None:
         (EXAMPLES / "gitlab-ci.yml", ".gitlab-ci.yml"),
     ):
         assert quoted.get(title) == shipped.read_text(encoding="utf-8"), title
+
+
+@pytest.mark.parametrize("name", WORKFLOWS)
+def test_the_install_step_stops_with_a_message_until_the_requirement_is_set(name: str) -> None:
+    steps = {s.get("name", ""): s for s in _steps(_workflow(name))}
+    env = {**os.environ, "LOCKDOCS_REQUIREMENT": ""}
+    proc = subprocess.run(
+        ["bash", "-e", "-c", steps["Install lockdocs"]["run"]],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 1
+    assert proc.stdout.startswith("::error::set LOCKDOCS_REQUIREMENT under env: in this workflow")

@@ -10,7 +10,7 @@ from typing import Any
 from lockdocs import model as m
 from lockdocs.analysis.graph import build_graph
 from lockdocs.api import analyse
-from lockdocs.diagnostics import Severity
+from lockdocs.diagnostics import Severity, sort_diagnostics
 from lockdocs.diff.findings import (
     compare_exceptions,
     compare_findings,
@@ -265,7 +265,8 @@ def compare(base: Side, head: Side) -> dict[str, Any]:
     paths = _compare_paths(base.model, head.model, mapping)
     blame = blamed_paths(paths)
     if blame and any(d.code == "LD201" for d in head.findings):
-        head = replace(head, findings=analyse(head.model, blame=blame))
+        again = analyse(head.model, blame=blame)
+        head = replace(head, findings=sort_diagnostics([*head.loaded, *again]))
     findings = compare_findings(base.findings, head.findings, mapping)
     failing = [
         f

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from lockdocs import model as m
 from lockdocs.api import analyse, load
-from lockdocs.diagnostics import Diagnostic, Severity
+from lockdocs.diagnostics import Diagnostic, Severity, sort_diagnostics
 from lockdocs.diff.gitread import LOCKS_FILE, RevisionError, materialize, repository, resolve
 from lockdocs.report import REPORTERS
 
@@ -50,6 +50,7 @@ class Side:
     kind: str = WORKING_TREE
     commit: str | None = None
     note: str = ""  # "no locks.yaml": the revision before the project adopted lockdocs
+    loaded: tuple[Diagnostic, ...] = ()  # the loader's warnings, among the findings
 
     @property
     def title(self) -> str:
@@ -70,11 +71,13 @@ def load_side(root: Path, label: str, kind: str = WORKING_TREE, commit: str | No
     what = f"{kind} {label}" if kind != WORKING_TREE else label
     if model is None:
         raise DiffInputError(f"the declarations at {what} are not valid", _diagnostics_text(diags))
-    findings = analyse(model)
+    # The loader's warnings too: a side's findings are all that `check` reports there, less
+    # the drift of the generated docs (which a diff does not compare).
+    findings = sort_diagnostics(diags + analyse(model))
     bad = [d for d in findings if d.code.startswith("LD0") and d.severity is Severity.ERROR]
     if bad:
         raise DiffInputError(f"the declarations at {what} are not valid", _diagnostics_text(bad))
-    return Side(label, model, findings, kind, commit)
+    return Side(label, model, findings, kind, commit, loaded=tuple(diags))
 
 
 @contextmanager
