@@ -83,5 +83,11 @@ def test_a_huge_blob_in_a_diff_revision_is_refused_unread(tmp_path: Path) -> Non
     proc = _cli("diff", "HEAD", cwd=root)
     err = proc.stderr.decode()
     assert proc.returncode == 2, err
-    assert "paths/big.yaml at revision HEAD is 67,109," in err and "the limit is 4,194,304" in err
-    assert "hint:" in err
+    # The blob is written sparse, never read: the loader refuses the revision's declarations
+    # by their size, as `check` refuses them at that commit.
+    refusal = "paths: LD009 error: the declarations are 67,118,"
+    assert refusal in err and "the limit is 33,554,432" in err
+    assert err.endswith("lockdocs: the declarations at revision HEAD are not valid\n")
+    _git("checkout", "-q", "HEAD", "--", "paths/big.yaml", cwd=root)
+    at_commit = _cli("check", cwd=root)
+    assert refusal in at_commit.stdout.decode() + at_commit.stderr.decode()
