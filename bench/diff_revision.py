@@ -22,7 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from lockdocs.diff.gitread import BlobReader, list_tree, materialize, repository, resolve
+from lockdocs.diff.gitread import BlobReader, list_tree, repository, resolve
+from lockdocs.diff.snapshot import materialize
 
 ENV = {
     **os.environ,

@@ -1,4 +1,4 @@
-"""Reading a project at a git revision (lockdocs/diff/gitread.py): the files `check` reads there
+"""Reading a project at a git revision (lockdocs/diff/gitread.py and snapshot.py): the files `check` reads there
 and no others, from one `ls-tree` and one `cat-file --batch`, within bounds."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from lockdocs.diff import gitread
-from lockdocs.diff.gitread import RevisionError, glob_match, materialize, repository, resolve
+from lockdocs.diff import gitread, snapshot
+from lockdocs.diff.gitread import RevisionError, repository, resolve
+from lockdocs.diff.snapshot import glob_match, materialize
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "Test",
@@ -120,11 +121,11 @@ def test_a_revision_that_holds_too_much_is_refused(
     repo = _repo(
         tmp_path, {"locks.yaml": LOCKS, **{f"db/q{i}.sql": f"-- {i}\n" for i in range(20)}}
     )
-    monkeypatch.setattr(gitread, "MAX_FILES", 10)
+    monkeypatch.setattr(snapshot, "MAX_FILES", 10)
     with pytest.raises(RevisionError, match="more than 10 files that lockdocs would read"):
         _materialize(repo, tmp_path / "a")
-    monkeypatch.setattr(gitread, "MAX_FILES", 100)
-    monkeypatch.setattr(gitread, "MAX_BYTES", 50)
+    monkeypatch.setattr(snapshot, "MAX_FILES", 100)
+    monkeypatch.setattr(snapshot, "MAX_BYTES", 50)
     with pytest.raises(RevisionError, match="hold more than 0 MiB"):
         _materialize(repo, tmp_path / "b")
 
@@ -135,7 +136,7 @@ def test_an_oversized_file_is_written_sparse_never_read(tmp_path: Path) -> None:
     dest = tmp_path / "dest"
     assert _materialize(repo, dest)
     placeholder = dest / "db" / "big.sql"
-    assert placeholder.stat().st_size == gitread.MAX_CODE_BYTES + 1
+    assert placeholder.stat().st_size == snapshot.MAX_CODE_BYTES + 1
     assert placeholder.stat().st_blocks * 512 < 64 * 1024  # takes no room
     assert placeholder.read_bytes()[:16] == b"\0" * 16
 

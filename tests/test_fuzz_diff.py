@@ -34,8 +34,9 @@ import pytest
 from lockdocs.diagnostics import printable
 from lockdocs.diff import FORMATTERS
 from lockdocs.diff.compare import compare
-from lockdocs.diff.gitread import RevisionError, materialize, repository, resolve
+from lockdocs.diff.gitread import RevisionError, repository, resolve
 from lockdocs.diff.sides import DiffInputError, open_side
+from lockdocs.diff.snapshot import materialize
 
 CORPUS = Path(__file__).parent / "fixtures" / "fuzz-diff"
 SEED = int(os.environ.get("LOCKDOCS_FUZZ_SEED", "20261129"))

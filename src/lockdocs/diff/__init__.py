@@ -2,8 +2,9 @@
 
 A reviewer of a pull request reads the YAML diff, but the YAML diff does not say that a reordered
 step adds an order edge, closes a cycle or fixes a waived finding. This package loads both sides
-(`sides.py`: a git revision read with `gitread.py`, a folder named with `--base-dir` or
-`--head-dir`, or the working tree), resolves and analyses each as `check` does, compares the resolved models (`compare.py`) and prints the comparison as text,
+(`sides.py`: a git revision, written out by `snapshot.py` from what `gitread.py` reads; a folder
+named with `--base-dir` or `--head-dir`; or the working tree), resolves and analyses each as
+`check` does, compares the resolved models (`compare.py`) and prints the comparison as text,
 JSON (`text.py`) or a pull-request comment (`markdown.py`).
 """
 

@@ -4,7 +4,7 @@ analysed as `check` does.
 A revision is a revision: BASE and HEAD are resolved by git, never taken for a folder of the
 working tree that happens to bear the name (a pull request that adds `origin/main/locks.yaml`
 would otherwise be compared with itself). A folder is compared only when named with
-`--base-dir`/`--head-dir`. A revision's project is written into a scratch folder (`gitread.py`):
+`--base-dir`/`--head-dir`. A revision's project is written into a scratch folder (`snapshot.py`):
 its declarations, templates, settings and every file its `code:` globs match, so its findings
 are those `check` gives at that commit.
 """
@@ -21,7 +21,8 @@ from pathlib import Path
 from lockdocs import model as m
 from lockdocs.api import analyse, load
 from lockdocs.diagnostics import Diagnostic, Severity, sort_diagnostics
-from lockdocs.diff.gitread import LOCKS_FILE, RevisionError, materialize, repository, resolve
+from lockdocs.diff.gitread import RevisionError, repository, resolve
+from lockdocs.diff.snapshot import LOCKS_FILE, materialize
 from lockdocs.report import REPORTERS
 
 REVISION = "revision"
