@@ -81,7 +81,7 @@ def test_scan_json_items_carry_the_promised_fields() -> None:
 def test_scan_coverage(update_golden: bool) -> None:
     result = _run("scan", "--coverage")
     assert result.code == 0
-    _golden("coverage.text", result.out.split("files\n", 1)[-1], update_golden)
+    _golden("coverage.text", result.out[result.out.index("\nlock ") + 1 :], update_golden)
     doc = _run("scan", "--coverage", "--format", "json").json()
     assert doc["coverage"]["takers"] == 22
     assert doc["coverage"]["locks"]["stock-row"]["takers_missing"] == ["ReleaseStock"]

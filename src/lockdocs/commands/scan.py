@@ -60,11 +60,12 @@ def scan(root: Path | None, paths: list[Path], fmt: ScanFormat, coverage: bool) 
         cov = compare(model, result)[1]
     if fmt is ScanFormat.json:
         sys.stdout.write(
-            output.scan_json(result, [diagnostic_json(d) for d in result.warnings], cov)
+            output.scan_json(result, [diagnostic_json(d) for d in result.findings()], cov)
         )
         return 0
-    if result.warnings:
-        sys.stderr.write(REPORTERS["text"](result.warnings, ""))
+    findings = result.findings()
+    if findings:
+        sys.stderr.write(REPORTERS["text"](findings, ""))
     sys.stdout.write(output.scan_text(result))
     if cov is not None:
         sys.stdout.write(output.coverage_text(cov))

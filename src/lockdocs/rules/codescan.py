@@ -227,10 +227,11 @@ _doc(
 _doc(
     "LD708",
     "unused-waiver",
-    Severity.WARNING,
-    "A waiver comment in the SQL waives nothing.",
-    "Reports a `-- lockdocs: ignore` comment whose statement has no finding of the codes it "
-    "names, like an unused `noqa`.",
+    Severity.ERROR,
+    "A waiver comment in the code waives nothing.",
+    "Reports a `lockdocs: ignore` comment (in the SQL, or above a Python or Go call) whose "
+    "statement has no finding of the codes it names, like an unused `noqa`. It weighs what a "
+    "stale exception in locks.yaml (LD401) weighs.",
     "A waiver left behind after a fix would silently cover the next, different problem of the "
     "same statement.",
     {
@@ -244,17 +245,62 @@ _doc(
 _doc(
     "LD709",
     "sql-syntax",
-    Severity.WARNING,
-    "A statement in the scanned SQL does not parse; it is skipped.",
-    "Parses every statement with Postgres's own parser (pglast), PL/pgSQL bodies included, and "
-    "reports one that fails at the position of the error; the other statements of the file are "
-    "still read.",
-    "A statement lockdocs cannot read is a statement whose locks it cannot compare.",
+    Severity.ERROR,
+    "A statement in the scanned SQL does not parse: its lines are not read.",
+    "Parses every statement with Postgres's own parser (pglast), function bodies included, and "
+    "reports one that fails at the place it fails, naming the lines that are therefore not "
+    "read. A lexer error (an unterminated quote, `1x`, a bad escape) costs only the statement "
+    "that holds it; an unterminated quote or comment runs, as in Postgres, to the end of the "
+    "file. The statement's sqlc name still counts: a taker of that name is 'not checked', not "
+    "missing. It is an error, because a check must never pass on SQL it did not read; waive it "
+    "above the statement (`-- lockdocs: ignore LD709 <reason>`) to accept that.",
+    "A statement lockdocs cannot read is a statement whose locks it cannot compare: an "
+    "undeclared FOR UPDATE in it would pass unseen.",
     {
         "locks.yaml": _LOCKS,
         "db/queries.sql": _QUERIES + "\n-- name: Broken :exec\nSELEC 1;\n",
     },
     {"db/queries.sql": ("SELEC 1;", "SELECT 1;")},
+)
+
+_PLPGSQL_LOCKS = _LOCKS.replace(
+    "      - {name: LockAccount, kind: query}\n",
+    "      - {name: app.debit, kind: sql-function, mode: for update}\n",
+)
+_PLPGSQL = """\
+CREATE FUNCTION app.debit(p_id bigint) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM 1 FROM app.accounts WHERE id = p_id FOR UPDATE;
+  INSERT INTO app.ledger SELECT * FROM jsonb_populate_recordset(null::app.ledger, '[]');
+END
+$$;
+"""
+
+_doc(
+    "LD712",
+    "unread-plpgsql",
+    Severity.ERROR,
+    "lockdocs cannot read a PL/pgSQL body (or a statement in one): its lines are not read.",
+    "Reads every PL/pgSQL body with pglast's PL/pgSQL parser, which compiles it as the server "
+    "does but knows none of the database's types and tables; a body it refuses is read again "
+    "with stand-in types for every parameter, result and variable (text or record, text[] for "
+    "an array). What it still cannot read is reported at the function, naming the lines not "
+    "read and the declared takers this leaves 'not checked' (never a false 'takes no lock'). "
+    "It is a limit of lockdocs, not necessarily an error in the function; waive it above the "
+    "CREATE FUNCTION (`-- lockdocs: ignore LD712 <reason>`) once its locks are checked by hand.",
+    "A body lockdocs cannot read is code whose locks it cannot compare: the declarations of "
+    "that function are unverified, and the check must say so rather than pass.",
+    {
+        "locks.yaml": _PLPGSQL_LOCKS,
+        "db/functions.sql": _PLPGSQL,
+    },
+    {
+        "db/functions.sql": (
+            "CREATE FUNCTION app.debit",
+            "-- lockdocs: ignore LD712 checked by hand: the insert takes no row lock\n"
+            "CREATE FUNCTION app.debit",
+        )
+    },
 )
 
 _doc(

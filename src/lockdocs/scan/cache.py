@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 # Bump when what a FileScan holds changes: old entries then simply stop matching.
-SCANNER = "lockdocs-scan-1"
+SCANNER = "lockdocs-scan-2"
 
 
 def _folder() -> Path | None:

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from lockdocs import model as m
-from lockdocs.diagnostics import Diagnostic, Location, Severity
+from lockdocs.diagnostics import Diagnostic, Location, Severity, sort_diagnostics
 from lockdocs.scan.cache import Cache, content_key
-from lockdocs.scan.found import FileScan, FoundLock, Site, Warning
+from lockdocs.scan.found import FileScan, FoundLock, Site, Unread, Warning
 from lockdocs.scan.golang import go_units
 from lockdocs.scan.sources import Unit, file_kind, python_module, python_units
 
@@ -38,6 +38,15 @@ class ScanResult:
     warnings: list[Diagnostic] = field(default_factory=list)
     patterns: tuple[str, ...] = ()
 
+    def unread(self) -> list[tuple[str, Site, Unread]]:
+        """Every span the scan could not read: (file, its statement, the span)."""
+        return [(rel, fs.sites[u.site], u) for rel, fs in self.files for u in fs.unread]
+
+    def findings(self) -> list[Diagnostic]:
+        """What `lockdocs scan` reports on its own: the warnings and the lines not read."""
+        unread = [unread_finding(rel, site, u) for rel, site, u in self.unread()]
+        return sort_diagnostics(self.warnings + unread)
+
     def names(self) -> dict[str, list[tuple[str, Site]]]:
         """Every name a scanned statement answers to -> the statements."""
         out: dict[str, list[tuple[str, Site]]] = {}
@@ -53,6 +62,48 @@ def same_table(found: str, declared: str) -> bool:
     if found == declared:
         return True
     return "." not in found and declared.rsplit(".", 1)[-1] == found
+
+
+_LIMIT = (
+    "Postgres may accept it: lockdocs reads PL/pgSQL without the database's types and tables "
+    "(it tried stand-in types too)"
+)
+_HINTS = {
+    "LD709": "fix the SQL so Postgres can parse it (a templated file: see code_placeholders), "
+    "or leave the file out of code:; a '-- lockdocs: ignore LD709 <reason>' comment above the "
+    "statement accepts that its locks are not checked",
+    "LD712": "a limit of lockdocs, not an error in your code: check this code's locks by hand "
+    "and waive this with '-- lockdocs: ignore LD712 <reason>' above the CREATE FUNCTION (or "
+    "the statement)",
+}
+
+
+def unread_finding(
+    rel: str, site: Site, u: Unread, takers: tuple[str, ...] = (), partly: bool = False
+) -> Diagnostic:
+    """LD709 or LD712: lines not read, named, and the declared takers this leaves unchecked."""
+    lines = f"line {u.first}" if u.first == u.last else f"lines {u.first}-{u.last}"
+    if u.code == "LD712":
+        what = f"function '{site.name}'" if site.name else "a DO block"
+        subject = f"lockdocs cannot read the PL/pgSQL of {what} ({u.reason})"
+        details: tuple[str, ...] = (_LIMIT,)
+    else:
+        what = f"'{site.name}'" if site.name else "a statement"
+        if site.kind == "function":
+            what = f"the body of function {what}"
+        subject = f"{what} does not parse ({u.reason})"
+        details = ()
+    if takers:
+        state = "checked only in the lines read" if partly else "not checked"
+        details += (f"{state}: " + "; ".join(takers),)
+    return Diagnostic(
+        u.code,
+        Severity.ERROR,
+        f"{subject}: {lines} not read, so no lock taken there is checked",
+        Location(rel, u.line, u.column),
+        _HINTS[u.code],
+        details,
+    )
 
 
 def _warning(rel: str, line: int, col: int, code: str, message: str, hint: str) -> Diagnostic:
@@ -219,6 +270,7 @@ def scan_text(rel: str, kind: str, data: bytes) -> FileScan:
         waivers=tuple(result.waivers),
         warnings=tuple(result.warnings),
         names=tuple(sorted(result.names)),
+        unread=tuple(result.unread),
     )
 
 

@@ -15,7 +15,7 @@ from dataclasses import replace
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Location, Severity
 from lockdocs.grammar import an
-from lockdocs.scan.collect import Item, ScanResult
+from lockdocs.scan.collect import Item, ScanResult, unread_finding
 from lockdocs.scan.decls import (
     SQL_KINDS,
     Coverage,
@@ -51,6 +51,8 @@ class Comparison:
             }
             for lid in model.locks
         }
+        # an unread statement -> the declarations that name it (not checked, or only partly)
+        self.unchecked: dict[tuple[str, int, int], list[tuple[str, bool]]] = {}
         self.by_site: dict[tuple[str, int, int], list[Item]] = {}
         self.by_name: dict[str, list[Item]] = {}
         for it in scan.items:
@@ -87,12 +89,20 @@ class Comparison:
         of_lock = [
             it for it in items if matches_shape(it, lock) is not False and it.lock.kind == lock.kind
         ]
+        what = d.names[0] if d.taker else " -> ".join(d.names)
+        unread = [(rel, s) for rel, s in sites if s.unread]
+        for rel, s in unread:
+            label = f"{'taker' if d.taker else 'via'} '{what}' of lock '{lock.id}'"
+            self.unchecked.setdefault(_site_key(rel, s), []).append((label, bool(of_lock)))
+        if unread and not of_lock:
+            if cov is not None and d.taker is not None:
+                cov.unchecked.append(d.taker.name)
+            return  # the lines that would say are unread: LD709/LD712 there says so
         if of_lock:
             if cov is not None:
                 cov.takers_found += 1
             check_modes(self.add, d, lock, of_lock)
             return
-        what = d.names[0] if d.taker else " -> ".join(d.names)
         if d.taker is None:
             taker_names = {n for t in self.takers.get(lock.id, []) for n in t.names}
             if set(d.names) & taker_names or not sites:
@@ -271,18 +281,27 @@ class Comparison:
     ) -> Diagnostic:
         d = Diagnostic(code, Severity.ERROR, message, location, hint, details, locks=locks)
         if item is not None:
-            d = self._waive(d, item)
+            d = self._waive(d, item.file, item.site)
         self.found.append(d)
         return d
 
-    def _waive(self, d: Diagnostic, item: Item) -> Diagnostic:
-        fs = self.file_scans.get(item.file)
+    def _waive(self, d: Diagnostic, rel: str, site: Site) -> Diagnostic:
+        fs = self.file_scans.get(rel)
         for w in fs.waivers if fs else ():
-            covers = w.site is not None and fs is not None and fs.sites[w.site] == item.site
+            covers = fs is not None and any(fs.sites[i] == site for i in w.sites)
             if w.problem is None and covers and d.code in w.codes:
-                self.used.add((item.file, w.line, w.column))
-                return replace(d, waived_by=f"{item.file}:{w.line}: {w.reason}")
+                self.used.add((rel, w.line, w.column))
+                return replace(d, waived_by=f"{rel}:{w.line}: {w.reason}")
         return d
+
+    def unread_findings(self) -> None:
+        """LD709/LD712 for every span not read, naming the declarations it leaves unchecked."""
+        for rel, site, u in self.scan.unread():
+            named = self.unchecked.get(_site_key(rel, site), [])
+            takers = tuple(dict.fromkeys(label for label, _ in named))
+            partly = bool(named) and all(found for _, found in named)
+            d = unread_finding(rel, site, u, takers, partly)
+            self.found.append(self._waive(d, rel, site))
 
     def waiver_findings(self) -> None:
         for rel, fs in self.scan.files:
@@ -316,12 +335,14 @@ class Comparison:
                 self.check_decl(d, lock, cov[lid])
             for d in self.steps.get(lid, []):
                 self.check_decl(d, lock, None)
+        self.unread_findings()
         self.waiver_findings()
         return Coverage(
             self.scan.patterns,
             len(self.scan.files),
             cov,
             unmatched,
+            len(self.scan.unread()),
         )
 
 

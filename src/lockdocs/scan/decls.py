@@ -44,6 +44,7 @@ class LockCoverage:
     statements_declared: int = 0
     statements_waived: int = 0
     missing: list[str] = field(default_factory=list)  # takers not found
+    unchecked: list[str] = field(default_factory=list)  # takers whose code was not read
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -53,6 +54,7 @@ class LockCoverage:
             "statements_declared": self.statements_declared,
             "statements_waived": self.statements_waived,
             "takers_missing": self.missing,
+            "takers_not_checked": self.unchecked,
         }
 
 
@@ -62,6 +64,7 @@ class Coverage:
     files: int
     locks: dict[str, LockCoverage]
     unmatched: int = 0  # locking statements on no declared lock
+    unread: int = 0  # statements (or bodies) the scan could not read (LD709, LD712)
 
     def total(self, attr: str) -> int:
         return sum(int(getattr(c, attr)) for c in self.locks.values())
@@ -76,6 +79,8 @@ class Coverage:
             "statements_declared": self.total("statements_declared"),
             "statements_waived": self.total("statements_waived"),
             "statements_on_no_lock": self.unmatched,
+            "statements_not_read": self.unread,
+            "takers_not_checked": sum(len(c.unchecked) for c in self.locks.values()),
             "locks": {lid: c.to_json() for lid, c in sorted(self.locks.items())},
         }
 

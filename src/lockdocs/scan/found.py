@@ -64,6 +64,7 @@ class Site:
     name: str | None = None
     aliases: tuple[str, ...] = ()  # every name the statement answers to (dot suffixes)
     kind: str = "statement"  # query (sqlc) | function | statement | source
+    unread: bool = False  # lines of it could not be read (an `Unread` says which)
 
 
 @dataclass(frozen=True)
@@ -143,14 +144,31 @@ _OPTIONAL = (
 
 @dataclass(frozen=True)
 class SqlWaiver:
-    """`-- lockdocs: ignore LD7xx reason` in the SQL; `site` is the statement it covers."""
+    """`-- lockdocs: ignore LD7xx reason` in the SQL (or `#` / `//` above a Python or Go
+    call); `sites` are the statements it covers."""
 
     line: int
     column: int
     codes: tuple[str, ...]
     reason: str
-    site: int | None
+    sites: tuple[int, ...]
     problem: str | None = None  # why the comment is not a valid waiver
+
+
+@dataclass(frozen=True)
+class Unread:
+    """Lines the scan could not read, so the locks they take are not checked: a statement
+    Postgres's parser refuses (LD709), or a PL/pgSQL body or statement lockdocs cannot follow
+    (LD712). `site` is the statement (or function) they belong to; (line, column) is where
+    the parser stopped; `first`..`last` are the lines not read."""
+
+    site: int
+    line: int
+    column: int
+    first: int
+    last: int
+    code: str
+    reason: str  # the parser's own words
 
 
 @dataclass(frozen=True)
@@ -173,32 +191,41 @@ class FileScan:
     waivers: tuple[SqlWaiver, ...] = ()
     warnings: tuple[Warning, ...] = ()
     names: tuple[str, ...] = field(default=())  # every statement name defined in the file
+    unread: tuple[Unread, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
             "sites": [
-                [s.line, s.column, s.end_line, s.name, list(s.aliases), s.kind] for s in self.sites
+                [s.line, s.column, s.end_line, s.name, list(s.aliases), s.kind, s.unread]
+                for s in self.sites
             ],
             "locks": [lk.to_json() for lk in self.locks],
             "keys": [[t, [list(c) for c in cols]] for t, cols in self.keys],
             "waivers": [
-                [w.line, w.column, list(w.codes), w.reason, w.site, w.problem] for w in self.waivers
+                [w.line, w.column, list(w.codes), w.reason, list(w.sites), w.problem]
+                for w in self.waivers
             ],
             "warnings": [[w.line, w.column, w.code, w.message, w.hint] for w in self.warnings],
             "names": list(self.names),
+            "unread": [
+                [u.site, u.line, u.column, u.first, u.last, u.code, u.reason] for u in self.unread
+            ],
         }
 
     @staticmethod
     def from_json(raw: dict[str, Any]) -> FileScan:
         return FileScan(
             kind=raw["kind"],
-            sites=tuple(Site(a, b, c, d, tuple(e), f) for a, b, c, d, e, f in raw["sites"]),
+            sites=tuple(
+                Site(a, b, c, d, tuple(e), f, bool(g)) for a, b, c, d, e, f, g in raw["sites"]
+            ),
             locks=tuple(FoundLock.from_json(x) for x in raw["locks"]),
             keys=tuple((t, tuple(tuple(c) for c in cols)) for t, cols in raw["keys"]),
             waivers=tuple(
-                SqlWaiver(a, b, tuple(c), d, e, f) for a, b, c, d, e, f in raw["waivers"]
+                SqlWaiver(a, b, tuple(c), d, tuple(e), f) for a, b, c, d, e, f in raw["waivers"]
             ),
             warnings=tuple(Warning(*w) for w in raw["warnings"]),
             names=tuple(raw["names"]),
+            unread=tuple(Unread(*u) for u in raw["unread"]),
         )

@@ -59,9 +59,11 @@ def scan_text(scan: ScanResult) -> str:
     lines = [item_text(it) for it in scan.items]
     files = len(scan.files)
     statements = len({(it.file, it.site.line, it.site.column) for it in scan.items})
+    unread = len(scan.unread())
     lines.append(
         f"{len(scan.items)} lock{'s' if len(scan.items) != 1 else ''} in {statements} "
         f"statement{'s' if statements != 1 else ''} of {files} file{'s' if files != 1 else ''}"
+        + (f"; {unread} statement{'s' if unread != 1 else ''} not read" if unread else "")
     )
     return "\n".join(lines) + "\n"
 
@@ -71,6 +73,18 @@ def scan_json(scan: ScanResult, warnings: list[dict[str, Any]], coverage: Covera
         "files": [rel for rel, _ in scan.files],
         "locks": [item_json(it) for it in scan.items],
         "warnings": warnings,
+        "not_read": [
+            {
+                "file": rel,
+                "line": u.line,
+                "column": u.column,
+                "lines": [u.first, u.last],
+                "name": site.name,
+                "code": u.code,
+                "reason": u.reason,
+            }
+            for rel, site, u in scan.unread()
+        ],
     }
     if coverage is not None:
         doc["coverage"] = coverage.to_json()
@@ -90,6 +104,8 @@ def coverage_text(cov: Coverage) -> str:
         )
         if c.missing:
             lines.append(f"{'':<{width}}  not found taking it: {', '.join(c.missing)}")
+        if c.unchecked:
+            lines.append(f"{'':<{width}}  not checked (not read): {', '.join(c.unchecked)}")
     lines.append(coverage_summary(cov))
     return "\n".join(lines) + "\n"
 
@@ -106,4 +122,11 @@ def coverage_summary(cov: Coverage) -> str:
         out += f" ({waived} waived)"
     if cov.unmatched:
         out += f"; {cov.unmatched} on no declared lock"
+    unchecked = sum(len(c.unchecked) for c in cov.locks.values())
+    if cov.unread:
+        out += f"; {cov.unread} statement{'s' if cov.unread != 1 else ''} not read" + (
+            f" ({unchecked} declared taker{'s' if unchecked != 1 else ''} not checked)"
+            if unchecked
+            else ""
+        )
     return out

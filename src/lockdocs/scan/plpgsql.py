@@ -1,6 +1,10 @@
 """Functions and DO blocks: a CREATE FUNCTION's SQL body, or a PL/pgSQL body parsed with
 pglast.parse_plpgsql, each expression of it parsed again as SQL and its offsets mapped back
-through the body to the file, loops marked; the locks found are the function's."""
+through the body to the file, loops marked; the locks found are the function's.
+
+A body the PL/pgSQL reader refuses is read again with stand-in types (`standin`); one it still
+cannot read is recorded as unread (LD712), with the function, so that its declared takers are
+"not checked", never "takes no lock"."""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ from lockdocs.scan.found import Site
 from lockdocs.scan.keyshape import unwrap
 from lockdocs.scan.sources import Lines, Unit
 from lockdocs.scan.sqlbase import Comment, Reader, byte_offsets
+from lockdocs.scan.standin import stood_in
 from lockdocs.scan.tree import Walker
 
 LOOPS = {
@@ -71,7 +76,7 @@ class Bodies(Reader):
                     if t.name in ("SQL_COMMENT", "C_COMMENT")
                 ]
         if language == "plpgsql":
-            self._plpgsql(unit, kind, stmt_text, code, base, body_at is not None, name, site)
+            self._plpgsql(unit, kind, body, stmt_text, code, base, body_at is not None, name, site)
         elif language == "sql":
             self._sql_body(unit, code, base, body_at is not None, name, site)
 
@@ -81,7 +86,16 @@ class Bodies(Reader):
         try:
             tree = pgparse.parse_json(code)
         except ParseError as exc:
-            self._syntax(unit, exc, base if exact else 0)
+            at = exc.args[1] if len(exc.args) > 1 and isinstance(exc.args[1], int) else 0
+            self.unread(
+                unit,
+                base,
+                base + len(code),
+                base + at if exact else base,
+                "LD709",
+                str(exc.args[0]) if exc.args else str(exc),
+                site,
+            )
             return
         loc = byte_offsets(code)
         walker = Walker(loc)
@@ -92,6 +106,7 @@ class Bodies(Reader):
         self,
         unit: Unit,
         kind: str,
+        fn: dict[str, Any],
         stmt_text: str,
         code: str,
         base: int,
@@ -105,17 +120,12 @@ class Bodies(Reader):
                 "CREATE FUNCTION pg_temp.lockdocs_do() RETURNS void LANGUAGE plpgsql AS "
                 "$lockdocs_do$" + code + "$lockdocs_do$"
             )
-        try:
-            tree = pgparse.parse_plpgsql_json(source)
-        except ParseError as exc:
-            self.warn(
-                unit,
-                base,
-                "LD709",
-                f"PL/pgSQL syntax error in {name or 'a DO block'}: {exc.args[0] if exc.args else exc}; "
-                "its body is skipped",
-                "fix the function body so Postgres can compile it",
-            )
+        tree = _compiled(kind, fn, source, code)
+        if isinstance(tree, ParseError):
+            reason = str(tree.args[0]) if tree.args else str(tree)
+            # The grammar's refusal is Postgres's too; any other is what lockdocs lacks.
+            code_ = "LD709" if reason.startswith("syntax error") else "LD712"
+            self.unread(unit, base, base + len(code), base, code_, reason, fn_site)
             return
         body_lines = Lines(code)
         sites: dict[int, int] = {}
@@ -196,13 +206,16 @@ class Bodies(Reader):
         try:
             tree = pgparse.parse_json(sql)
         except ParseError as exc:
-            self.warn(
+            at = base + line_start if exact else base
+            line_end = code.find("\n", line_start)
+            self.unread(
                 unit,
-                base + line_start if exact else base,
-                "LD709",
-                f"SQL syntax error in {name or 'a DO block'}: "
-                f"{exc.args[0] if exc.args else exc}; the statement is skipped",
-                "fix the statement so Postgres can parse it",
+                at,
+                base + (line_end if exact and line_end != -1 else len(code)),
+                at,
+                "LD712",
+                str(exc.args[0]) if exc.args else str(exc),
+                fn_site,
             )
             return
         walker = Walker(byte_offsets(sql))
@@ -271,3 +284,25 @@ def _after_assign(query: str) -> int | None:
         if t.name == "COLON_EQUALS" or query[t.start : t.end + 1] == "=":
             return t.end + 1
     return None
+
+
+def _compiled(kind: str, fn: dict[str, Any], source: str, code: str) -> Any:
+    """The PL/pgSQL tree of `source`; when the reader refuses it, of the same function with
+    stand-in types (text, then record, for a single value). Else the refusal: a syntax error
+    if that is what is left, the first refusal otherwise."""
+    try:
+        return pgparse.parse_plpgsql_json(source)
+    except ParseError as exc:
+        first = exc
+    if str(first.args[0] if first.args else "").startswith("syntax error"):
+        return first  # no type makes a syntax error go away
+    for scalar in ("text", "record"):
+        again = stood_in(kind, fn, code, scalar)
+        if again is None:
+            break
+        try:
+            return pgparse.parse_plpgsql_json(again)
+        except ParseError as exc:
+            if str(exc.args[0] if exc.args else "").startswith("syntax error"):
+                return exc
+    return first

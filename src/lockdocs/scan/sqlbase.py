@@ -1,16 +1,16 @@
 """What the SQL reader's parts share: the result of reading one file (its sites, locks, keys,
-waivers, warnings), positions mapped from a text back to the file, a syntax error as a warning
-(LD709), and a found lock written down at its site."""
+waivers, warnings, the lines it could not read), positions mapped from a text back to the file,
+and a found lock written down at its site."""
 
 from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pglast.parser import ParseError, scan
 
-from lockdocs.scan.found import FoundLock, Site, SqlWaiver, Warning
+from lockdocs.scan.found import FoundLock, Site, SqlWaiver, Unread, Warning
 from lockdocs.scan.sources import Lines, Unit, dotted_aliases
 from lockdocs.scan.tree import Raw
 
@@ -38,6 +38,7 @@ class Result:
     waivers: list[SqlWaiver] = field(default_factory=list)
     warnings: list[Warning] = field(default_factory=list)
     names: set[str] = field(default_factory=set)
+    unread: list[Unread] = field(default_factory=list)
 
 
 @dataclass
@@ -62,24 +63,29 @@ class Reader:
         line, col = self.at(unit, offset)
         self.r.warnings.append(Warning(line, col, code, message, hint))
 
-    def _syntax(self, unit: Unit, exc: ParseError, base: int) -> None:
-        message = str(exc.args[0]) if exc.args else str(exc)
-        index = int(exc.args[1]) if len(exc.args) > 1 else 0
-        self.warn(
-            unit,
-            base + index,
-            "LD709",
-            f"SQL syntax error: {message}; the statement is skipped",
-            "fix the statement so Postgres can parse it, or leave the file out of code:",
+    def unread(
+        self, unit: Unit, begin: int, end: int, at: int, code: str, reason: str, site: int
+    ) -> None:
+        """Lines `begin`..`end` of `unit` were not read (the parser stopped at `at`): the site
+        says so, and so will a finding."""
+        last = begin + len(unit.text[begin:end].rstrip())
+        first_line, _ = self.at(unit, begin)
+        last_line, _ = self.at(unit, max(last - 1, begin))
+        line, col = self.at(unit, min(max(at, 0), max(len(unit.text) - 1, 0)))
+        self.r.sites[site] = replace(self.r.sites[site], unread=True)
+        self.r.unread.append(
+            Unread(site, line, col, first_line, max(last_line, first_line), code, brief(reason))
         )
 
-    def _site(self, unit: Unit, start: int, end: int, name: str | None, kind: str) -> int:
+    def _site(
+        self, unit: Unit, start: int, end: int, name: str | None, kind: str, unread: bool = False
+    ) -> int:
         line, col = self.at(unit, start)
         end_line, _ = self.at(unit, max(end - 1, start))
         aliases = dotted_aliases(name.split(".")) if name and not unit.aliases else unit.aliases
         if name and unit.aliases and name != unit.name:
             aliases = dotted_aliases(name.split("."))
-        self.r.sites.append(Site(line, col, end_line, name, aliases, kind))
+        self.r.sites.append(Site(line, col, end_line, name, aliases, kind, unread))
         if name:
             self.r.names.add(name)
         return len(self.r.sites) - 1
@@ -137,3 +143,12 @@ def call_args(text: str, call: int) -> str | None:
             if depth == 0 and open_at is not None:
                 return " ".join(text[open_at : call + t.start].split())
     return None
+
+
+def brief(message: str) -> str:
+    """The parser's words, with the text it quotes ('at or near "..."') cut short: for an
+    unterminated quote that is the rest of the file."""
+    head, sep, quoted = message.partition(' at or near "')
+    if sep and len(quoted) > 42:
+        return f'{head}{sep}{quoted[:40]}..."'
+    return message

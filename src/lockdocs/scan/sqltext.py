@@ -20,6 +20,7 @@ from lockdocs.scan.keyshape import unwrap
 from lockdocs.scan.plpgsql import Bodies
 from lockdocs.scan.sources import Unit, driver_placeholders
 from lockdocs.scan.sqlbase import Comment, Result, byte_offsets
+from lockdocs.scan.statements import Chunk, chunks
 from lockdocs.scan.tree import Walker
 
 __all__ = ["Analyser", "Result"]
@@ -42,7 +43,7 @@ class Analyser(Bodies):
         text = unit.text
         try:
             tree = pgparse.parse_json(text)
-        except ParseError as exc:
+        except ParseError:
             if unit.from_source:
                 swapped = driver_placeholders(text) if "%" in text else None
                 if swapped is None:
@@ -52,14 +53,21 @@ class Analyser(Bodies):
                     if swapped != text
                     else False
                 )
-            self._statement_by_statement(unit, exc)
+            self._statement_by_statement(unit)
             return True
         stmts = tree.get("stmts", [])
         if unit.from_source and not stmts:
             return False
+        self._read(unit, stmts)
+        return True
+
+    def _read(self, unit: Unit, stmts: list[Any], waive: bool = True) -> None:
+        """The statements of a text that parsed, with the waivers in its comments (unless its
+        caller reads those)."""
+        text = unit.text
         comments = self._comments(unit)
         if comments is None:
-            return True
+            return
         loc = byte_offsets(text)
         first_site = len(self.r.sites)
         previous_end = 0
@@ -70,8 +78,8 @@ class Analyser(Bodies):
             start = _skip_blank(text, start)
             self._statement(unit, raw["stmt"], start, end, previous_end, comments, loc)
             previous_end = end
-        self._waivers(unit, comments, first_site)
-        return True
+        if waive:
+            self._waivers(unit, comments, first_site)
 
     def _comments(self, unit: Unit) -> list[Comment] | None:
         text = unit.text
@@ -79,8 +87,10 @@ class Analyser(Bodies):
             return []
         try:
             tokens = scan(text)
-        except ParseError as exc:
-            self._syntax(unit, exc, 0)
+        except ParseError as exc:  # the text parsed, so this is not expected; never silent
+            site = self._site(unit, 0, len(text), unit.name, "statement")
+            at = exc.args[1] if len(exc.args) > 1 and isinstance(exc.args[1], int) else 0
+            self.unread(unit, 0, len(text), at, "LD709", str(exc.args[0]), site)
             return None
         return [
             Comment(t.start, t.end + 1, text[t.start : t.end + 1])
@@ -88,33 +98,44 @@ class Analyser(Bodies):
             if t.name in ("SQL_COMMENT", "C_COMMENT")
         ]
 
-    def _statement_by_statement(self, unit: Unit, first: ParseError) -> None:
-        """A file with a syntax error: parse each statement on its own, so one bad statement
-        costs only itself."""
+    def _statement_by_statement(self, unit: Unit) -> None:
+        """A text with a syntax error: each statement on its own, so one bad statement (even
+        one the lexer stops in) costs only itself; what is not read is recorded as such."""
         text = unit.text
-        try:
-            tokens = scan(text)
-        except ParseError as exc:
-            self._syntax(unit, exc, 0)
-            return
-        chunks: list[tuple[int, int]] = []
-        begin = 0
-        for t in tokens:
-            if t.name == "ASCII_59":
-                chunks.append((begin, t.start))
-                begin = t.end + 1
-        chunks.append((begin, len(text)))
-        for a, b in chunks:
-            piece = text[a:b]
-            if not piece.strip():
+        first_site = len(self.r.sites)
+        comments: list[Comment] = []
+        for c in chunks(text):
+            comments += (Comment(a, b, text[a:b]) for a, b in c.comments)
+            if c.begin is None and c.fault is None:
+                continue  # comments only
+            piece = text[c.start : c.end]
+            sub = Unit(piece, [(0, unit.file_offset(c.start))], unit.name, unit.aliases)
+            if c.fault is not None:
+                self._unread_chunk(unit, c, c.fault.message, c.fault.at)
                 continue
-            sub = Unit(piece, [(0, unit.file_offset(a))], unit.name, unit.aliases)
             try:
-                pgparse.parse_json(piece)
+                tree = pgparse.parse_json(piece)
             except ParseError as exc:
-                self._syntax(sub, exc, 0)
+                at = exc.args[1] if len(exc.args) > 1 and isinstance(exc.args[1], int) else None
+                message = str(exc.args[0]) if exc.args else str(exc)
+                self._unread_chunk(unit, c, message, c.start + at if at is not None else c.end)
                 continue
-            self.add(sub)
+            if len(piece) < pgparse.SHORT:
+                self._read(sub, tree.get("stmts", []), False)
+            else:
+                pgparse.deep(self._read, sub, tree.get("stmts", []), False)
+        # The waivers last, so a comment after a statement's `;` still finds that statement.
+        self._waivers(unit, comments, first_site)
+
+    def _unread_chunk(self, unit: Unit, c: Chunk, message: str, at: int) -> None:
+        """A statement that does not parse: a site (named by its sqlc comment, so a taker of
+        that name is 'not checked' rather than missing) and its lines, unread."""
+        text = unit.text
+        begin = c.begin if c.begin is not None else min(at, c.end)
+        comments = [Comment(a, b, text[a:b]) for a, b in c.comments]
+        name = _sqlc_name(comments, c.start, begin + 1)
+        site = self._site(unit, begin, c.end, name or unit.name, "query" if name else "statement")
+        self.unread(unit, begin, c.end, at, "LD709", message, site)
 
     def _statement(
         self,
@@ -170,7 +191,14 @@ class Analyser(Bodies):
             )
             target = _waiver_site(self.r.sites, sites, line, col, trailing)
             self.r.waivers.append(
-                SqlWaiver(line, col, tuple(x.upper() for x in codes), reason, target, problem)
+                SqlWaiver(
+                    line,
+                    col,
+                    tuple(x.upper() for x in codes),
+                    reason,
+                    () if target is None else (target,),
+                    problem,
+                )
             )
 
 
