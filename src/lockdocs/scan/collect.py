@@ -8,6 +8,7 @@ column of) a table that a declared `references:` names takes FOR KEY SHARE on th
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -65,16 +66,16 @@ def same_table(found: str, declared: str) -> bool:
 
 
 _LIMIT = (
-    "Postgres may accept it: lockdocs reads PL/pgSQL without the database's types and tables "
-    "(it tried stand-in types too)"
+    "lockdocs compiles PL/pgSQL without the database (and with stand-in types): either the "
+    "body has an error Postgres reports too, or it needs what only the database knows"
 )
 _HINTS = {
     "LD709": "fix the SQL so Postgres can parse it (a templated file: see code_placeholders), "
     "or leave the file out of code:; a '-- lockdocs: ignore LD709 <reason>' comment above the "
     "statement accepts that its locks are not checked",
-    "LD712": "a limit of lockdocs, not an error in your code: check this code's locks by hand "
-    "and waive this with '-- lockdocs: ignore LD712 <reason>' above the CREATE FUNCTION (or "
-    "the statement)",
+    "LD712": "if Postgres compiles the function, this is a limit of lockdocs: check its locks "
+    "by hand and waive this with '-- lockdocs: ignore LD712 <reason>' above the CREATE "
+    "FUNCTION; otherwise fix the function",
 }
 
 
@@ -143,25 +144,53 @@ def glob_files(
     return sorted(found.items()), diags
 
 
-def path_files(paths: Iterable[Path], root: Path) -> tuple[list[tuple[str, Path]], list[str]]:
+def path_files(
+    paths: Iterable[Path], root: Path
+) -> tuple[list[tuple[str, Path]], list[str], list[tuple[str, Warning]]]:
     """Files named on the command line (a folder means every file under it); names that do
-    not exist are returned apart."""
+    not exist are returned apart. A folder's walk never leaves the project (or, with none, the
+    folder): a symlink out of it is skipped with a warning, never read."""
     out: dict[str, Path] = {}
     missing: list[str] = []
+    skipped: list[tuple[str, Warning]] = []
     base = root.resolve()
     for p in paths:
         if not p.exists():
             missing.append(str(p))
             continue
-        for f in sorted(p.rglob("*")) if p.is_dir() else [p]:
-            if not f.is_file() or (p.is_dir() and file_kind(f.name) is None):
+        if not p.is_dir():
+            out.setdefault(_relative(p, base) or p.as_posix(), p)
+            continue
+        fence = base if _relative(p, base) is not None else p.resolve()
+        for f in sorted(p.rglob("*")):
+            if file_kind(f.name) is None or not f.is_file():
                 continue
-            try:
-                rel = f.resolve().relative_to(base).as_posix()
-            except ValueError:
-                rel = f.as_posix()
-            out.setdefault(rel, f)
-    return sorted(out.items()), missing
+            found = _relative(f, base)
+            inside = found if fence == base else _relative(f, fence)
+            if inside is None:
+                skipped.append(
+                    (
+                        f.as_posix(),
+                        Warning(
+                            1,
+                            1,
+                            "LD710",
+                            "a symlink out of the project; not read",
+                            "keep the code inside the project, or name the file itself",
+                        ),
+                    )
+                )
+                continue
+            out.setdefault(found or f.as_posix(), f)
+    return sorted(out.items()), missing, skipped
+
+
+def _relative(p: Path, base: Path) -> str | None:
+    """`p` relative to `base` once every symlink is followed, or None when it lies outside."""
+    try:
+        return p.resolve().relative_to(base).as_posix()
+    except (ValueError, OSError, RuntimeError):
+        return None
 
 
 def _read(rel: str, path: Path) -> tuple[bytes | None, FileScan | None]:
@@ -179,14 +208,28 @@ def _read(rel: str, path: Path) -> tuple[bytes | None, FileScan | None]:
                 ),
             ),
         )
+    too_big = FileScan(
+        kind,
+        warnings=(
+            Warning(
+                1,
+                1,
+                "LD710",
+                f"the file is over {MAX_BYTES // (1024 * 1024)} MiB; skipped",
+                "split it, or leave it out of code:",
+            ),
+        ),
+    )
     try:
-        data = path.read_bytes()
+        # Measured before it is read, and never read past the limit (it may grow meanwhile).
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(0, "not a regular file")
+        if info.st_size > MAX_BYTES:
+            return None, too_big
+        with path.open("rb") as fh:
+            data = fh.read(MAX_BYTES + 1)
     except OSError as exc:
-        return None, FileScan(
-            kind,
-            warnings=(Warning(1, 1, "LD710", f"cannot read the file: {exc.strerror}", "check it"),),
-        )
-    if len(data) > MAX_BYTES:
         return None, FileScan(
             kind,
             warnings=(
@@ -194,11 +237,13 @@ def _read(rel: str, path: Path) -> tuple[bytes | None, FileScan | None]:
                     1,
                     1,
                     "LD710",
-                    f"the file is over {MAX_BYTES // (1024 * 1024)} MiB; skipped",
-                    "split it, or leave it out of code:",
+                    f"cannot read the file: {exc.strerror or exc}",
+                    "check it",
                 ),
             ),
         )
+    if len(data) > MAX_BYTES:
+        return None, too_big
     return data, None
 
 
@@ -244,10 +289,14 @@ def scan_text(rel: str, kind: str, data: bytes) -> FileScan:
     else:
         try:
             units = python_units(text, python_module(rel)) if kind == "python" else go_units(text)
-        except (SyntaxError, ValueError) as exc:
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
             line = getattr(exc, "lineno", None) or 1
             col = getattr(exc, "offset", None) or 1
             msg = getattr(exc, "msg", None) or str(exc)
+            if isinstance(exc, RecursionError | MemoryError):
+                msg = "it nests deeper than Python's parser reads"
+            # Python counts a lone CR as a line break, lockdocs only LF: stay inside the file.
+            line = min(line, text.count("\n") + 1)
             return FileScan(
                 kind,
                 warnings=(
@@ -255,7 +304,7 @@ def scan_text(rel: str, kind: str, data: bytes) -> FileScan:
                         line,
                         col,
                         "LD710",
-                        f"not valid Python ({msg}); skipped",
+                        f"not valid {'Python' if kind == 'python' else 'Go'} ({msg}); skipped",
                         "fix the syntax error",
                     ),
                 ),

@@ -318,7 +318,7 @@ class Comparison:
                     self.found.append(
                         Diagnostic(
                             "LD708",
-                            Severity.WARNING,
+                            Severity.ERROR,
                             f"this waiver of {', '.join(w.codes)} waives no finding",
                             loc,
                             "the finding is gone: delete the comment",

@@ -28,7 +28,12 @@ class KeyShape:
     pair: tuple[KeyShape, KeyShape] | None = None  # the two int4 halves
 
     def to_json(self) -> dict[str, Any]:
-        out = {k: v for k, v in asdict(self).items() if v not in (None, 0, ()) and k != "pair"}
+        # 0 is kept: a seed or a constant key of 0 is not an unknown one
+        out = {
+            k: v
+            for k, v in asdict(self).items()
+            if v not in (None, ()) and k != "pair" and (k != "parts" or v)
+        }
         out["construction"] = self.construction
         if self.pair:
             out["pair"] = [self.pair[0].to_json(), self.pair[1].to_json()]

@@ -84,15 +84,16 @@ class _GoLexer:
             e = s[j + 1]
             if e in _GO_SIMPLE:
                 value, width = _GO_SIMPLE[e], 2
-            elif e in "01234567":
-                value, width = chr(int(s[j + 1 : j + 4], 8)), 4
-            elif e in "xuU":
-                digits = {"x": 2, "u": 4, "U": 8}[e]
+            elif e in "01234567" or e in "xuU":
+                # \ooo, \xhh, \uhhhh, \Uhhhhhhhh; one Go does not accept is kept as written
+                base, digits, skip = (
+                    (8, 3, 1) if e in "01234567" else (16, {"x": 2, "u": 4, "U": 8}[e], 2)
+                )
                 try:
-                    value = chr(int(s[j + 2 : j + 2 + digits], 16))
-                except ValueError:
+                    value = chr(int(s[j + skip : j + skip + digits], base))
+                except (ValueError, OverflowError):
                     value = "\\" + e
-                width = 2 + digits
+                width = skip + digits
             else:
                 value, width = "\\" + e, 2
             out.append(value)
@@ -184,11 +185,12 @@ class _GoLexer:
     def literal(self, names: tuple[str, ...]) -> None:
         pieces: list[str] = []
         segs: list[tuple[int, int]] = []
+        offset = 0  # the length of the pieces so far: joining stays linear
         while True:
             value, sg = self.string()
-            offset = sum(len(p) for p in pieces)
             segs += [(offset + a, b) for a, b in sg]
             pieces.append(value)
+            offset += len(value)
             save = self.i
             self.skip_space_and_comments()
             if self.i < self.n and self.s[self.i] == "+":

@@ -48,8 +48,12 @@ def int_const(node: Any) -> int | None:
     if "ival" in body:
         return int(body["ival"].get("ival", 0))
     if "fval" in body:
-        text = str(body["fval"].get("fval", ""))
-        return int(text) if text.lstrip("-").isdigit() else None
+        # A number past int64 is no key Postgres takes (nor one Python should convert: past
+        # 4,300 digits int() refuses): not a constant.
+        text = str(body["fval"].get("fval", "")).lstrip("-")
+        if text.isascii() and text.isdigit() and len(text) <= 20:
+            value = int(body["fval"].get("fval", ""))
+            return value if -(2**63) <= value < 2**63 else None
     return None
 
 

@@ -288,21 +288,27 @@ def _after_assign(query: str) -> int | None:
 
 def _compiled(kind: str, fn: dict[str, Any], source: str, code: str) -> Any:
     """The PL/pgSQL tree of `source`; when the reader refuses it, of the same function with
-    stand-in types (text, then record, for a single value). Else the refusal: a syntax error
-    if that is what is left, the first refusal otherwise."""
+    stand-in types (text, then record, for a single value). Else the refusal that says most:
+    a syntax error as it stands, or what is left once the types are stood in."""
     try:
         return pgparse.parse_plpgsql_json(source)
     except ParseError as exc:
-        first = exc
-    if str(first.args[0] if first.args else "").startswith("syntax error"):
-        return first  # no type makes a syntax error go away
-    for scalar in ("text", "record"):
+        refusal = exc
+    if _syntax(refusal):
+        return refusal  # no type makes a syntax error go away
+    for n, scalar in enumerate(("text", "record")):
         again = stood_in(kind, fn, code, scalar)
         if again is None:
             break
         try:
             return pgparse.parse_plpgsql_json(again)
         except ParseError as exc:
-            if str(exc.args[0] if exc.args else "").startswith("syntax error"):
-                return exc
-    return first
+            if n == 0 or _syntax(exc):
+                refusal = exc
+            if _syntax(exc):
+                break
+    return refusal
+
+
+def _syntax(exc: ParseError) -> bool:
+    return str(exc.args[0] if exc.args else "").startswith("syntax error")

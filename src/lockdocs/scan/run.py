@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lockdocs import model as m
-from lockdocs.diagnostics import Diagnostic
+from lockdocs.diagnostics import Diagnostic, Location, Severity
 from lockdocs.scan.collect import ScanResult, glob_files, path_files, scan_files
 from lockdocs.scan.compare import compare
 from lockdocs.scan.decls import Coverage
@@ -33,9 +33,13 @@ def scan_paths(
     root: Path, paths: list[Path], model: m.Model | None
 ) -> tuple[ScanResult, list[str]]:
     """The files named on the command line; also returns the names that do not exist."""
-    files, missing = path_files(paths, root)
+    files, missing, skipped = path_files(paths, root)
     result = scan_files(root, files, references(model), complete=False)
     result.patterns = tuple(str(p) for p in paths)
+    result.warnings = [
+        Diagnostic(w.code, Severity.WARNING, w.message, Location(name, w.line, w.column), w.hint)
+        for name, w in skipped
+    ] + result.warnings
     return result, missing
 
 

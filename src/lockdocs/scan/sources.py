@@ -13,6 +13,7 @@ import ast
 import io
 import tokenize
 import unicodedata
+import warnings
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
@@ -59,9 +60,15 @@ class Unit:
     name: str | None = None
     aliases: tuple[str, ...] = ()
     from_source: bool = False
+    _starts: list[int] | None = field(default=None, repr=False, compare=False)
+
+    def _keys(self) -> list[int]:
+        if self._starts is None or len(self._starts) != len(self.segments):
+            self._starts = [s[0] for s in self.segments]
+        return self._starts
 
     def file_offset(self, offset: int) -> int:
-        keys = [s[0] for s in self.segments]
+        keys = self._keys()
         i = max(bisect_right(keys, offset) - 1, 0)
         start, target = self.segments[i]
         return target + max(offset - start, 0)
@@ -219,16 +226,24 @@ def spaced(text: str) -> bool:
 
 def python_units(text: str, module: str) -> list[Unit]:
     """Raises SyntaxError (or ValueError) for a file Python cannot read."""
-    tree = ast.parse(text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # SyntaxWarning and the like: not the user's terminal's
+        tree = ast.parse(text)
     visitor = _PyNames()
     visitor.visit(tree)
     if not visitor.found:
         return []
     lines = Lines(text)
     line_text = text.split("\n")
-    tokens = [
-        t for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type == tokenize.STRING
-    ]
+    try:
+        tokens = [
+            t
+            for t in tokenize.generate_tokens(io.StringIO(text).readline)
+            if t.type == tokenize.STRING
+        ]
+    except (tokenize.TokenError, SyntaxError):
+        tokens = []  # each literal then maps to where it starts
+
     starts = [t.start for t in tokens]
     units: list[Unit] = []
     for node, names in visitor.found:
@@ -239,6 +254,7 @@ def python_units(text: str, module: str) -> list[Unit]:
         pieces: list[str] = []
         segs: list[tuple[int, int]] = []
         ok = True
+        offset = 0  # the length of the pieces so far: joining stays linear
         while 0 <= i < len(tokens) and tokens[i].start < end:
             tok = tokens[i]
             decoded = _py_token(tok.string, lines.offset(tok.start[0], tok.start[1] + 1))
@@ -246,9 +262,9 @@ def python_units(text: str, module: str) -> list[Unit]:
                 ok = False
                 break
             value, s = decoded
-            offset = sum(len(p) for p in pieces)
             segs += [(offset + a, b) for a, b in s]
             pieces.append(value)
+            offset += len(value)
             i += 1
         if not ok or "".join(pieces) != node.value:
             segs = [(0, lines.offset(start[0], start[1] + 1))]

@@ -1,0 +1,1 @@
+db.Exec("\Uffffffff FOR UPDATE"DO $$ BEGIN PERFORM 1 FROM t FOR UPDATE; END $$SELECT ""SELECT 1.5e-- lockdocs: ignore LD702 because%s/*(
