@@ -9,6 +9,7 @@ from pathlib import Path
 from lockdocs.api import load
 from lockdocs.commands import Format, ScanFormat
 from lockdocs.commands.common import NoRoot, emit, resolve_root
+from lockdocs.diagnostics import printable
 from lockdocs.project.files import RootNotFound, find_root
 from lockdocs.report import REPORTERS, diagnostic_json
 from lockdocs.scan import output
@@ -41,7 +42,7 @@ def scan(root: Path | None, paths: list[Path], fmt: ScanFormat, coverage: bool) 
         result, missing = scan_paths(base or Path.cwd(), paths, model)
         if missing:
             for name in missing:
-                sys.stderr.write(f"lockdocs: no such file or folder: {name}\n")
+                sys.stderr.write(f"lockdocs: no such file or folder: {printable(name)}\n")
             return 2
     elif model is not None and model.code:
         result = scan_model(model)

@@ -165,6 +165,9 @@ class Model:
     rules_url: str | None = None  # the rules reference page, for links per rule (SARIF)
     files: tuple[str, ...] = ()
     code: tuple[CodeGlob, ...] = ()
+    # How the .sql files of code: write parameters: None (as Postgres reads them) or "psycopg"
+    # (%s and %(name)s, which the scan reads as $1).
+    code_placeholders: str | None = None
     # Server processes per backend (None: every backend); 1 unless locks.yaml says replicas:.
     replicas: tuple[tuple[str | None, int], ...] = ()
     limits: Limits = field(default_factory=Limits)

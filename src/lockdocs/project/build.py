@@ -89,6 +89,7 @@ def resolve(rv: Resolver) -> m.Model | None:
         },
         files=(LOCKS_FILE, *(d.file for d in rv.path_docs)),
         code=code,
+        code_placeholders=rv.data.get("code_placeholders"),
         replicas=resolve_replicas(rv, locks),
         limits=m.Limits(**(rv.data.get("limits") or {})),
     )

@@ -18,7 +18,13 @@ from lockdocs.diagnostics import Diagnostic, Location, Severity, sort_diagnostic
 from lockdocs.scan.cache import Cache, content_key
 from lockdocs.scan.found import FileScan, FoundLock, Site, Unread, Warning
 from lockdocs.scan.golang import go_units
-from lockdocs.scan.sources import Unit, file_kind, python_module, python_units
+from lockdocs.scan.sources import (
+    Unit,
+    driver_placeholders,
+    file_kind,
+    python_module,
+    python_units,
+)
 
 MAX_BYTES = 4 * 1024 * 1024
 
@@ -94,6 +100,11 @@ def unread_finding(
             what = f"the body of function {what}"
         subject = f"{what} does not parse ({u.reason})"
         details = ()
+        if 'near "%' in u.reason:
+            details = (
+                "a psycopg placeholder (%s, %(name)s)? If the project's .sql files are "
+                "psycopg templates, set code_placeholders: psycopg in locks.yaml",
+            )
     if takers:
         state = "checked only in the lines read" if partly else "not checked"
         details += (f"{state}: " + "; ".join(takers),)
@@ -274,8 +285,9 @@ def _unreadable(data: bytes) -> Warning | None:
     return None
 
 
-def scan_text(rel: str, kind: str, data: bytes) -> FileScan:
-    """One file's scan, from its bytes alone."""
+def scan_text(rel: str, kind: str, data: bytes, placeholders: str | None = None) -> FileScan:
+    """One file's scan, from its bytes alone (and, for a .sql file, how it writes its
+    parameters: `code_placeholders`)."""
     bad = _unreadable(data)
     if bad is not None:
         return FileScan(kind, warnings=(bad,))
@@ -285,10 +297,16 @@ def scan_text(rel: str, kind: str, data: bytes) -> FileScan:
     result = Result()
     analyser = Analyser(text, result)
     if kind == "sql":
-        analyser.add(Unit(text))
+        if placeholders == "psycopg" and "%" in text:
+            # %s and %(name)s become $1, offsets kept; the file's own text still places them.
+            analyser.add(Unit(driver_placeholders(text, strict=False) or text))
+        else:
+            analyser.add(Unit(text))
     else:
         try:
-            units = python_units(text, python_module(rel)) if kind == "python" else go_units(text)
+            units, comments = (
+                python_units(text, python_module(rel)) if kind == "python" else go_units(text)
+            )
         except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
             line = getattr(exc, "lineno", None) or 1
             col = getattr(exc, "offset", None) or 1
@@ -309,8 +327,7 @@ def scan_text(rel: str, kind: str, data: bytes) -> FileScan:
                     ),
                 ),
             )
-        for unit in units:
-            analyser.add(unit)
+        analyser.add_sources(units, comments)
     return FileScan(
         kind,
         sites=tuple(result.sites),
@@ -349,6 +366,7 @@ def scan_files(
     references: list[tuple[str, m.Reference]],
     *,
     complete: bool,
+    placeholders: str | None = None,
 ) -> ScanResult:
     cache = Cache(root)
     result = ScanResult()
@@ -359,10 +377,10 @@ def scan_files(
         else:
             assert data is not None
             kind = file_kind(rel) or "sql"
-            key = content_key(kind, data)
+            key = content_key(f"{kind}:{placeholders}" if kind == "sql" else kind, data)
             hit = _cached(cache.get(key))
             if hit is None:
-                hit = scan_text(rel, kind, data)
+                hit = scan_text(rel, kind, data, placeholders)
                 cache.put(key, hit.to_json())
             fs = hit
         result.files.append((rel, fs))

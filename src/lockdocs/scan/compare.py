@@ -4,7 +4,8 @@ A declared name (a taker, a name in its `via`, a name in a take step's `via`) is
 every scanned statement that answers to it: a sqlc query name, a SQL function, or the source
 function (or constant) that holds a literal, by any dotted suffix. A found lock belongs to a
 declared lock by its table (row and table locks) or its key construction (advisory locks).
-Findings in the SQL can be waived there (`-- lockdocs: ignore LD7xx reason`).
+Findings in the code can be waived there: `-- lockdocs: ignore LD7xx reason` in the SQL, or
+`# lockdocs:` / `// lockdocs:` on the line above a Python or Go statement.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import replace
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Location, Severity
 from lockdocs.grammar import an
-from lockdocs.scan.collect import Item, ScanResult, unread_finding
+from lockdocs.scan.collect import Item, ScanResult, same_table, unread_finding
 from lockdocs.scan.decls import (
     SQL_KINDS,
     Coverage,
@@ -28,6 +29,7 @@ from lockdocs.scan.decls import (
     plain_name,
     statement_of,
     tables_of,
+    waiver_how,
 )
 from lockdocs.scan.found import Site
 from lockdocs.scan.howtaken import check_modes
@@ -222,11 +224,10 @@ class Comparison:
                     location_of(it),
                     (
                         f"add '{it.site.name}' to taken_by of '{lid}' (or to a path's via), or "
-                        "waive it here with '-- lockdocs: ignore LD702 <reason>'"
+                        + self.waive_here(it, "LD702")
                         if it.site.name
                         else "name the statement (a sqlc '-- name:' comment, or a function) and "
-                        "declare it as a taker, or waive it here with '-- lockdocs: ignore "
-                        "LD702 <reason>'"
+                        "declare it as a taker, or " + self.waive_here(it, "LD702")
                     ),
                     locks=tuple(shaped),
                     item=it,
@@ -254,19 +255,30 @@ class Comparison:
                 )
             elif not it.lock.implicit:
                 unmatched.add(key)
+                table = it.lock.table or ""
+                other = [
+                    f"'{lid}' on it is {an(self.locks[lid].kind)} lock"
+                    for lid in dict.fromkeys(self.by_table.get(table.rsplit(".", 1)[-1], []))
+                    if any(same_table(table, t) for t in tables_of(self.locks[lid]))
+                ]
+                also = f" ({'; '.join(other)})" if other else ""
                 self.add(
                     "LD702",
-                    f"{statement_of(it)} takes {describe_lock(it)}, and no declared lock is on "
-                    f"{it.lock.table}",
+                    f"{statement_of(it)} takes {describe_lock(it)}, and no declared "
+                    f"{it.lock.kind} lock is on {table}{also}",
                     location_of(it),
-                    f"declare {an(it.lock.kind)} lock with table: {it.lock.table} and this "
-                    "statement as its taker, or waive it here with '-- lockdocs: ignore LD702 "
-                    "<reason>'",
+                    f"declare {an(it.lock.kind)} lock with table: {table} and this "
+                    "statement as its taker, or " + self.waive_here(it, "LD702"),
                     item=it,
                 )
         return len(unmatched)
 
     # -- findings and waivers ---------------------------------------------------------------------
+
+    def waive_here(self, it: Item, code: str) -> str:
+        """How to waive a finding at a statement, in the words of its file's language."""
+        fs = self.file_scans.get(it.file)
+        return waiver_how(fs.kind if fs else "sql", code)
 
     def add(
         self,
@@ -312,7 +324,8 @@ class Comparison:
                         "LD707",
                         w.problem,
                         loc,
-                        "write '-- lockdocs: ignore LD7xx <why the finding does not apply>'",
+                        "name the codes and say why: "
+                        + waiver_how(fs.kind, "LD7xx", "<why the finding does not apply>"),
                     )
                 elif (rel, w.line, w.column) not in self.used:
                     self.found.append(

@@ -168,3 +168,16 @@ def describe_lock(item: Item) -> str:
 
 def location_of(item: Item) -> Location:
     return Location(item.file, item.lock.line, item.lock.column)
+
+
+_MARKS = {"python": "#", "go": "//"}
+
+
+def waiver_how(kind: str, code: str, reason: str = "<reason>") -> str:
+    """How to waive a finding in a file of this kind (sql, python, go)."""
+    mark = _MARKS.get(kind)
+    if mark is None:
+        return f"waive it here with '-- lockdocs: ignore {code} {reason}'"
+    return (
+        f"waive it with '{mark} lockdocs: ignore {code} {reason}' on the line above the statement"
+    )

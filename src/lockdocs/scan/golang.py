@@ -1,10 +1,14 @@
 """Go source -> SQL texts: a small lexer (comments, runes, interpreted and raw strings) that
 finds every string literal, joins literals concatenated with `+`, decodes escapes with a map back
-to the file's characters, and names each text by the function or constant that holds it."""
+to the file's characters, and names each text by the function or constant that holds it.
+
+It also follows where statements start (Go's rule: a line ends one after an identifier, a
+literal, `)`, `]`, `}`, `++` or `--`), so that a `// lockdocs: ignore ...` comment on the line
+above a statement covers the SQL of the literals in it."""
 
 from __future__ import annotations
 
-from lockdocs.scan.sources import Unit, dotted_aliases, spaced
+from lockdocs.scan.sources import Lines, SourceComment, Unit, dotted_aliases, spaced, waiver_text
 
 _GO_SIMPLE = {
     "a": "\a",
@@ -18,6 +22,11 @@ _GO_SIMPLE = {
     "'": "'",
     '"': '"',
 }
+# Keywords after which a line break does not end the statement.
+_OPENERS = {
+    "func", "var", "const", "type", "package", "import", "if", "for", "switch", "select", "go",
+    "defer", "case", "else", "chan", "map", "struct", "interface", "range",
+}  # fmt: skip
 
 
 class _GoLexer:
@@ -27,21 +36,47 @@ class _GoLexer:
         self.n = len(text)
         self.package: str | None = None
         self.units: list[Unit] = []
+        self.lines = Lines(text)
+        self.comments: list[SourceComment] = []
+        self.pending: list[tuple[int, str]] = []  # waiver comments before the next token
+        self.newline = False  # a line break since the last token
+        self.ends = False  # the last token can end a statement
+        self.statement: int | None = None  # where the current statement starts
 
     def skip_space_and_comments(self) -> None:
         s, n = self.s, self.n
         while self.i < n:
             c = s[self.i]
             if c in " \t\r\n":
+                self.newline = self.newline or c == "\n"
                 self.i += 1
             elif s.startswith("//", self.i):
                 j = s.find("\n", self.i)
+                inner = waiver_text(s[self.i + 2 : n if j == -1 else j])
+                line_start = s.rfind("\n", 0, self.i) + 1
+                if inner is not None and not s[line_start : self.i].strip():
+                    self.pending.append((self.i, inner))
                 self.i = n if j == -1 else j + 1
+                self.newline = self.newline or j != -1
             elif s.startswith("/*", self.i):
                 j = s.find("*/", self.i + 2)
-                self.i = n if j == -1 else j + 2
+                end = n if j == -1 else j + 2
+                self.newline = self.newline or "\n" in s[self.i : end]
+                self.i = end
             else:
                 return
+
+    def token(self, ends: bool) -> None:
+        """A token starts at self.i: it starts a statement too when the last one ended."""
+        if self.newline and self.ends:
+            self.statement = None
+        if self.statement is None:
+            self.statement = self.i
+        if self.pending:
+            line = self.lines.at(self.i)[0]
+            self.comments += [SourceComment(at, inner, line) for at, inner in self.pending]
+            self.pending = []
+        self.newline, self.ends = False, ends
 
     def ident(self) -> str:
         j = self.i
@@ -124,13 +159,19 @@ class _GoLexer:
                 break
             c = s[self.i]
             if c in {'"', "`"}:
+                self.token(True)
                 self.literal(func or ((assigned,) if assigned else ()))
                 continue
             if c == "'":
+                self.token(True)
                 self.skip_rune()
                 continue
             if c.isalpha() or c == "_":
+                start = self.i
                 word = self.ident()
+                self.i, word_end = start, self.i
+                self.token(word not in _OPENERS)
+                self.i = word_end
                 if word == "package" and self.package is None:
                     self.skip_space_and_comments()
                     self.package = self.ident()
@@ -139,8 +180,11 @@ class _GoLexer:
                     paren = 0
                 last_word = word
                 continue
+            self.token(c in ")]}" or c.isdigit() or (c in "+-" and s.startswith(c, self.i + 1)))
             self.i += 1
             before, last_word = last_word, ""
+            if c in "{};":
+                self.statement = None  # what follows starts a statement
             if c == "(":
                 paren += 1
             elif c == ")":
@@ -158,11 +202,13 @@ class _GoLexer:
                     func, func_depth = (), -1
             elif c == ";" and depth == 0:
                 assigned = None
+        self.comments += [SourceComment(at, inner, 0) for at, inner in self.pending]
         return self.units
 
     def spec_name(self) -> str | None:
-        """The name a top-level `const`/`var` spec declares: the first word of its line."""
-        start = self.s.rfind("\n", 0, self.i - 1) + 1
+        """The name a top-level `const`/`var` spec declares: the first word of its line (read
+        at most 200 characters back, so a long line of `=` stays linear)."""
+        start = max(self.s.rfind("\n", max(self.i - 201, 0), self.i - 1) + 1, self.i - 200)
         for word in self.s[start : self.i - 1].replace("(", " ").split():
             if word not in ("const", "var") and word.isidentifier():
                 return word
@@ -211,9 +257,13 @@ class _GoLexer:
                 name=".".join(parts) if names else None,
                 aliases=dotted_aliases(parts) if names else (),
                 from_source=True,
+                stmt_line=self.lines.at(self.statement if self.statement is not None else 0)[0],
             )
         )
 
 
-def go_units(text: str) -> list[Unit]:
-    return _GoLexer(text).run()
+def go_units(text: str) -> tuple[list[Unit], list[SourceComment]]:
+    """The SQL candidates of a Go file, and its waiver comments."""
+    lexer = _GoLexer(text)
+    units = lexer.run()
+    return units, lexer.comments

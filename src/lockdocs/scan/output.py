@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from lockdocs.diagnostics import printable
 from lockdocs.scan.collect import Item, ScanResult
 from lockdocs.scan.decls import Coverage, describe_lock
 
@@ -56,7 +57,9 @@ def item_text(it: Item) -> str:
 
 
 def scan_text(scan: ScanResult) -> str:
-    lines = [item_text(it) for it in scan.items]
+    """One line per lock; what the code holds (names, tables, keys) is escaped for a
+    terminal, so no escape sequence in a scanned file reaches it."""
+    lines = [printable(item_text(it)) for it in scan.items]
     files = len(scan.files)
     statements = len({(it.file, it.site.line, it.site.column) for it in scan.items})
     unread = len(scan.unread())
@@ -107,7 +110,7 @@ def coverage_text(cov: Coverage) -> str:
         if c.unchecked:
             lines.append(f"{'':<{width}}  not checked (not read): {', '.join(c.unchecked)}")
     lines.append(coverage_summary(cov))
-    return "\n".join(lines) + "\n"
+    return "\n".join(printable(line) for line in lines) + "\n"
 
 
 def coverage_summary(cov: Coverage) -> str:

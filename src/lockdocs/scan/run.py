@@ -23,7 +23,9 @@ def references(model: m.Model | None) -> list[tuple[str, m.Reference]]:
 def scan_model(model: m.Model) -> ScanResult:
     root = Path(model.root)
     files, diags = glob_files(root, model.code)
-    result = scan_files(root, files, references(model), complete=True)
+    result = scan_files(
+        root, files, references(model), complete=True, placeholders=model.code_placeholders
+    )
     result.warnings = diags + result.warnings
     result.patterns = tuple(g.pattern for g in model.code)
     return result
@@ -34,7 +36,8 @@ def scan_paths(
 ) -> tuple[ScanResult, list[str]]:
     """The files named on the command line; also returns the names that do not exist."""
     files, missing, skipped = path_files(paths, root)
-    result = scan_files(root, files, references(model), complete=False)
+    placeholders = model.code_placeholders if model is not None else None
+    result = scan_files(root, files, references(model), complete=False, placeholders=placeholders)
     result.patterns = tuple(str(p) for p in paths)
     result.warnings = [
         Diagnostic(w.code, Severity.WARNING, w.message, Location(name, w.line, w.column), w.hint)

@@ -60,6 +60,7 @@ class Unit:
     name: str | None = None
     aliases: tuple[str, ...] = ()
     from_source: bool = False
+    stmt_line: int = 0  # a source literal: the line its statement starts on
     _starts: list[int] | None = field(default=None, repr=False, compare=False)
 
     def _keys(self) -> list[int]:
@@ -74,9 +75,26 @@ class Unit:
         return target + max(offset - start, 0)
 
 
-def driver_placeholders(text: str) -> str | None:
+@dataclass(frozen=True)
+class SourceComment:
+    """A `# lockdocs: ...` (Python) or `// lockdocs: ...` (Go) comment on a line of its own:
+    it covers the SQL of the statement on the next line of code (`next_line`; 0: none)."""
+
+    offset: int  # where the comment starts in the file
+    text: str  # from `lockdocs:` on
+    next_line: int
+
+
+def waiver_text(comment: str) -> str | None:
+    """The text from `lockdocs:` on, when a comment's body starts with it."""
+    inner = comment.strip()
+    return inner if inner.startswith("lockdocs:") else None
+
+
+def driver_placeholders(text: str, strict: bool = True) -> str | None:
     """psycopg's placeholders (%s, %b, %t, %(name)s; %% for a percent sign) as $1, keeping
-    every offset, so the text parses as Postgres would receive it; None when a % is not one."""
+    every offset, so the text parses as Postgres would receive it; None when a % is not one
+    (unless not `strict`: then it stays as it is)."""
     out = []
     i = 0
     n = len(text)
@@ -94,14 +112,21 @@ def driver_placeholders(text: str) -> str | None:
             out.append("$1")
             i += 2
         elif nxt == "(":
-            close = text.find(")", i)
+            close = text.find(")", i, i + 130)  # a name, not the rest of the file
             if close == -1 or text[close + 1 : close + 2] not in ("s", "b", "t"):
-                return None
+                if strict:
+                    return None
+                out.append(c)
+                i += 1
+                continue
             width = close + 2 - i
             out.append("$1" + " " * (width - 2))
             i += width
-        else:
+        elif strict:
             return None
+        else:
+            out.append(c)
+            i += 1
     return "".join(out)
 
 
@@ -183,8 +208,19 @@ class _PyNames(ast.NodeVisitor):
 
     def __init__(self) -> None:
         self.stack: list[tuple[str, bool]] = []  # (name, is a function)
-        self.found: list[tuple[ast.Constant, tuple[str, ...]]] = []
+        self.found: list[tuple[ast.Constant, tuple[str, ...], int]] = []
         self.target: str | None = None
+        self.statement = 0  # the line of the innermost statement being read
+
+    def visit(self, node: ast.AST) -> None:
+        if not isinstance(node, ast.stmt):
+            super().visit(node)
+            return
+        saved, self.statement = self.statement, node.lineno
+        try:
+            super().visit(node)
+        finally:
+            self.statement = saved
 
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         self.stack.append((node.name, True))
@@ -217,36 +253,34 @@ class _PyNames(ast.NodeVisitor):
             names = tuple(name for name, _ in self.stack)
             if self.target and not self._in_function():
                 names = (*names, self.target)
-            self.found.append((node, names))
+            self.found.append((node, names, self.statement))
 
 
 def spaced(text: str) -> bool:
     return " " in text or "\n" in text or "\t" in text
 
 
-def python_units(text: str, module: str) -> list[Unit]:
-    """Raises SyntaxError (or ValueError) for a file Python cannot read."""
+def python_units(text: str, module: str) -> tuple[list[Unit], list[SourceComment]]:
+    """The SQL candidates of a Python file, and its waiver comments. Raises SyntaxError (or
+    ValueError) for a file Python cannot read."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # SyntaxWarning and the like: not the user's terminal's
         tree = ast.parse(text)
     visitor = _PyNames()
     visitor.visit(tree)
-    if not visitor.found:
-        return []
     lines = Lines(text)
-    line_text = text.split("\n")
     try:
-        tokens = [
-            t
-            for t in tokenize.generate_tokens(io.StringIO(text).readline)
-            if t.type == tokenize.STRING
-        ]
+        every = list(tokenize.generate_tokens(io.StringIO(text).readline))
     except (tokenize.TokenError, SyntaxError):
-        tokens = []  # each literal then maps to where it starts
-
+        every = []  # each literal then maps to where it starts
+    comments = _py_comments(every, lines)
+    if not visitor.found:
+        return [], comments
+    line_text = text.split("\n")
+    tokens = [t for t in every if t.type == tokenize.STRING]
     starts = [t.start for t in tokens]
     units: list[Unit] = []
-    for node, names in visitor.found:
+    for node, names, statement in visitor.found:
         end_line = node.end_lineno or node.lineno
         start = (node.lineno, _char_col(line_text, node.lineno, node.col_offset))
         end = (end_line, _char_col(line_text, end_line, node.end_col_offset or 0))
@@ -276,9 +310,28 @@ def python_units(text: str, module: str) -> list[Unit]:
                 name=".".join(parts) if names else None,
                 aliases=dotted_aliases(parts) if names else (),
                 from_source=True,
+                stmt_line=statement,
             )
         )
-    return units
+    return units, comments
+
+
+_NOT_CODE = {tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT}
+
+
+def _py_comments(tokens: list[tokenize.TokenInfo], lines: Lines) -> list[SourceComment]:
+    """Every `# lockdocs:` comment alone on its line, with the next line of code."""
+    out: list[SourceComment] = []
+    pending: list[tuple[int, str]] = []
+    for t in tokens:
+        if t.type == tokenize.COMMENT:
+            inner = waiver_text(t.string[1:])
+            if inner is not None and not t.line[: t.start[1]].strip():
+                pending.append((lines.offset(t.start[0], t.start[1] + 1), inner))
+        elif t.type not in _NOT_CODE and pending:
+            out += [SourceComment(at, inner, t.start[0]) for at, inner in pending]
+            pending = []
+    return out + [SourceComment(at, inner, 0) for at, inner in pending]
 
 
 def _char_col(lines: list[str], line: int, byte_col: int) -> int:

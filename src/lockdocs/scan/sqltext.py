@@ -18,7 +18,7 @@ from lockdocs import pgparse
 from lockdocs.scan.found import Site, SqlWaiver
 from lockdocs.scan.keyshape import unwrap
 from lockdocs.scan.plpgsql import Bodies
-from lockdocs.scan.sources import Unit, driver_placeholders
+from lockdocs.scan.sources import SourceComment, Unit, driver_placeholders
 from lockdocs.scan.sqlbase import Comment, Result, byte_offsets
 from lockdocs.scan.statements import Chunk, chunks
 from lockdocs.scan.tree import Walker
@@ -168,24 +168,7 @@ class Analyser(Bodies):
             if not inner.startswith("lockdocs:"):
                 continue
             line, col = self.at(unit, c.start)
-            words = inner[len("lockdocs:") :].split()
-            problem = None
-            codes: list[str] = []
-            reason = ""
-            if not words or words[0] != "ignore":
-                problem = "a lockdocs comment must read '-- lockdocs: ignore LD7xx reason'"
-            else:
-                rest = words[1:]
-                while rest and rest[0].rstrip(",").upper().startswith("LD"):
-                    codes += [x for x in rest.pop(0).split(",") if x]
-                reason = " ".join(rest)
-                bad = [x for x in codes if x.upper() not in WAIVER_CODES]
-                if not codes:
-                    problem = "the waiver names no rule code"
-                elif bad:
-                    problem = f"only LD7xx findings can be waived in the SQL, not {', '.join(bad)}"
-                elif not reason:
-                    problem = "the waiver gives no reason"
+            codes, reason, problem = read_waiver(inner)
             trailing = bool(
                 self.file_text[self.lines.offset(line, 1) : self.lines.offset(line, col)].strip()
             )
@@ -194,12 +177,63 @@ class Analyser(Bodies):
                 SqlWaiver(
                     line,
                     col,
-                    tuple(x.upper() for x in codes),
+                    codes,
                     reason,
                     () if target is None else (target,),
                     problem,
                 )
             )
+
+    def add_sources(self, units: list[Unit], comments: list[SourceComment]) -> None:
+        """A Python or Go file's literals, and the waiver comments above their statements: a
+        comment covers the SQL of the statement that starts on the next line of code, or of a
+        literal on that line."""
+        by_line: dict[int, list[int]] = {}
+        for i, c in enumerate(comments):
+            if c.next_line:
+                by_line.setdefault(c.next_line, []).append(i)
+        covered: list[list[int]] = [[] for _ in comments]
+        for unit in units:
+            first = len(self.r.sites)
+            self.add(unit)
+            own = self.lines.at(unit.file_offset(0))[0]
+            for i in {*by_line.get(unit.stmt_line, ()), *by_line.get(own, ())}:
+                covered[i] += range(first, len(self.r.sites))
+        for c, sites in zip(comments, covered, strict=True):
+            self.source_waiver(c, sites)
+
+    def source_waiver(self, c: SourceComment, sites: list[int]) -> None:
+        """A `# lockdocs:` or `// lockdocs:` comment above a Python or Go statement: it covers
+        the SQL of that statement's literals (`sites`; none: it waives nothing)."""
+        line, col = self.lines.at(c.offset)
+        codes, reason, problem = read_waiver(c.text)
+        self.r.waivers.append(
+            SqlWaiver(line, col, codes, reason, tuple(sorted(set(sites))), problem)
+        )
+
+
+def read_waiver(inner: str) -> tuple[tuple[str, ...], str, str | None]:
+    """The codes, the reason and what is wrong (None: nothing) of a waiver comment, its
+    text from `lockdocs:` on."""
+    words = inner[len("lockdocs:") :].split()
+    problem = None
+    codes: list[str] = []
+    reason = ""
+    if not words or words[0] != "ignore":
+        problem = "a lockdocs comment must read 'lockdocs: ignore LD7xx reason'"
+    else:
+        rest = words[1:]
+        while rest and rest[0].rstrip(",").upper().startswith("LD"):
+            codes += [x for x in rest.pop(0).split(",") if x]
+        reason = " ".join(rest)
+        bad = [x for x in codes if x.upper() not in WAIVER_CODES]
+        if not codes:
+            problem = "the waiver names no rule code"
+        elif bad:
+            problem = f"only LD7xx findings can be waived in the code, not {', '.join(bad)}"
+        elif not reason:
+            problem = "the waiver gives no reason"
+    return tuple(x.upper() for x in codes), reason, problem
 
 
 def _skip_blank(text: str, i: int) -> int:

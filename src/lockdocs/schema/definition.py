@@ -87,6 +87,14 @@ def locks_schema() -> dict[str, Any]:
                 "items": {"type": "string", "minLength": 1},
                 "minItems": 1,
             },
+            "code_placeholders": {
+                "enum": ["psycopg"],
+                "description": (
+                    "How the .sql files of code: write query parameters, when not as Postgres "
+                    "reads them: psycopg (%s and %(name)s, %% for a percent sign), read as $1. "
+                    "Python literals are read this way always."
+                ),
+            },
             "transactions": {
                 "type": "object",
                 "description": "Transaction kinds by id.",
