@@ -60,6 +60,7 @@ class Diagnostic:
     locks: tuple[str, ...] = ()
     rule_id: str = ""
     branches: tuple[str, ...] = ()  # the branch the finding is in, outermost first
+    takers: tuple[str, ...] = ()  # LD7xx: every name of the taker or statement it is about
     # Other places the finding is about (SARIF relatedLocations, JSON `related`).
     related: tuple[Related, ...] = ()
     # The interleaving that makes a deadlock: one thread per transaction, each the steps it

@@ -103,6 +103,7 @@ class Waiver:
     issue: int | None = None
     title: str | None = None
     branch: str | None = None
+    taker: str | None = None  # LD7xx: the taker or statement of the scanned code
 
 
 @dataclass(frozen=True)

@@ -118,6 +118,7 @@ def resolve_waivers(
                 issue=raw.get("issue"),
                 title=raw.get("title"),
                 branch=raw.get("branch"),
+                taker=raw.get("taker"),
             )
         )
     return tuple(out)

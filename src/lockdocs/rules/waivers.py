@@ -77,6 +77,8 @@ def _matches(w: m.Waiver, d: Diagnostic) -> bool:
         return False
     if w.branch is not None and w.branch not in d.branches:
         return False
+    if w.taker is not None and w.taker not in d.takers:
+        return False
     return w.lock is None or w.lock in d.locks
 
 
@@ -115,6 +117,7 @@ def apply_waivers(
             for x in (
                 f"path '{w.path}'" if w.path else "",
                 f"lock '{w.lock}'" if w.lock else "",
+                f"taker '{w.taker}'" if w.taker else "",
             )
             if x
         )

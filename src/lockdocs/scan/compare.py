@@ -27,6 +27,7 @@ from lockdocs.scan.decls import (
     location_of,
     matches_shape,
     plain_name,
+    same_via,
     statement_of,
     tables_of,
     waiver_how,
@@ -85,7 +86,11 @@ class Comparison:
 
     # -- the declarations' side -------------------------------------------------------------------
 
-    def check_decl(self, d: Decl, lock: m.Lock, cov: LockCoverage | None) -> None:
+    def check_decl(
+        self, d: Decl, lock: m.Lock, cov: LockCoverage | None, group: list[Decl] | None = None
+    ) -> None:
+        """One declaration against the code it names; `group`: several take steps of one path
+        through this via, matched to its statements in order."""
         sites = self.sites_named(d.names)
         items = self.items_of(sites)
         of_lock = [
@@ -103,12 +108,22 @@ class Comparison:
         if of_lock:
             if cov is not None:
                 cov.takers_found += 1
-            check_modes(self.add, d, lock, of_lock)
+            if group is None or len(group) == 1:
+                check_modes(self.add, d, lock, of_lock)
+            elif len(group) == len(of_lock):
+                ordered = sorted(of_lock, key=lambda it: (it.file, it.lock.line, it.lock.column))
+                for step, it in zip(group, ordered, strict=True):
+                    check_modes(self.add, step, lock, [it])
+            else:  # as many takes as statements or not: each mode must be one the steps declare
+                check_modes(self.add, d, lock, of_lock, {x.mode for x in group if x.mode})
             return
         if d.taker is None:
             taker_names = {n for t in self.takers.get(lock.id, []) for n in t.names}
-            if set(d.names) & taker_names or not sites:
-                return  # the taker's own check speaks for it, or the step names no SQL
+            if set(d.names) & taker_names:
+                return  # the taker's own check speaks for it
+            if not sites:
+                self.via_names_nothing(d, lock)
+                return
         elif cov is not None:
             cov.missing.append(d.taker.name)
         same_kind = [it for it in items if it.lock.kind == lock.kind]
@@ -124,6 +139,7 @@ class Comparison:
                 d.location,
                 f"the code no longer takes '{lock.id}': remove the declaration, or restore the lock",
                 locks=(lock.id,),
+                takers=d.names,
             )
             return
         assert d.taker is not None
@@ -140,6 +156,33 @@ class Comparison:
             "or add the file that defines it to code:",
             details=("scanned: " + ", ".join(self.scan.patterns),) if self.scan.patterns else (),
             locks=(lock.id,),
+            takers=d.names,
+        )
+
+    def via_names_nothing(self, d: Decl, lock: m.Lock) -> None:
+        """LD701 for a take step whose via names nothing scanned: a typo, or code gone. With no
+        Python or Go scanned, only a via that names SQL (a taker of a SQL kind) is looked up,
+        as a taker of kind function is."""
+        sql_names = {
+            n
+            for ds in self.takers.values()
+            for t in ds
+            if t.taker and t.taker.kind in SQL_KINDS
+            for n in t.names
+        }
+        if not self.sources and not set(d.names) & sql_names:
+            return
+        looked = ", ".join(f"'{n}'" for n in d.names)
+        self.add(
+            "LD701",
+            f"via {looked} of a step of path '{d.path}' taking lock '{lock.id}' names nothing "
+            "in the scanned code",
+            d.location,
+            "the query or function is gone or renamed, or the via has a typo: fix the step's "
+            "via, or add the file that defines it to code:",
+            details=("scanned: " + ", ".join(self.scan.patterns),) if self.scan.patterns else (),
+            locks=(lock.id,),
+            takers=d.names,
         )
 
     def mismatch(self, d: Decl, lock: m.Lock, items: list[Item]) -> None:
@@ -290,8 +333,21 @@ class Comparison:
         details: tuple[str, ...] = (),
         locks: tuple[str, ...] = (),
         item: Item | None = None,
+        takers: tuple[str, ...] = (),
     ) -> Diagnostic:
-        d = Diagnostic(code, Severity.ERROR, message, location, hint, details, locks=locks)
+        """A finding (waived where the code says so); `takers` are the names an exception's
+        `taker:` matches (by default every name of the statement)."""
+        names = takers or (item.site.aliases if item is not None else ())
+        d = Diagnostic(
+            code,
+            Severity.ERROR,
+            message,
+            location,
+            hint,
+            details,
+            locks=locks,
+            takers=tuple(dict.fromkeys(plain_name(n) for n in names)),
+        )
         if item is not None:
             d = self._waive(d, item.file, item.site)
         self.found.append(d)
@@ -346,8 +402,8 @@ class Comparison:
             for d in self.takers.get(lid, []):
                 cov[lid].takers += 1
                 self.check_decl(d, lock, cov[lid])
-            for d in self.steps.get(lid, []):
-                self.check_decl(d, lock, None)
+            for group in same_via(self.steps.get(lid, [])):
+                self.check_decl(group[0], lock, None, group)
         self.unread_findings()
         self.waiver_findings()
         return Coverage(

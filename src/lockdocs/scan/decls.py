@@ -34,6 +34,7 @@ class Decl:
     option: str | None = None
     taker: m.Taker | None = None
     tries: bool = False  # a take step declared try: (it never waits)
+    path: str | None = None  # a take step's path
 
 
 @dataclass
@@ -115,9 +116,26 @@ def declarations(model: m.Model) -> tuple[dict[str, list[Decl]], dict[str, list[
         for s in _walk(path.steps):
             if isinstance(s, m.Take) and s.via:
                 steps.setdefault(s.lock, []).append(
-                    Decl(s.lock, s.via, s.location, s.mode, s.option, tries=s.attempt is not None)
+                    Decl(
+                        s.lock,
+                        s.via,
+                        s.location,
+                        s.mode,
+                        s.option,
+                        tries=s.attempt is not None,
+                        path=path.id,
+                    )
                 )
     return takers, steps
+
+
+def same_via(steps: list[Decl]) -> list[list[Decl]]:
+    """The take steps of one lock, grouped: the steps of one path through the same via, in
+    the path's order (a function that takes the lock twice, FOR UPDATE and then UPDATE)."""
+    groups: dict[tuple[str | None, tuple[str, ...]], list[Decl]] = {}
+    for d in steps:
+        groups.setdefault((d.path, tuple(plain_name(n) for n in d.names)), []).append(d)
+    return list(groups.values())
 
 
 def _lock_kind(lock: m.Lock) -> str:

@@ -33,20 +33,25 @@ class Add(Protocol):
     ) -> Diagnostic: ...
 
 
-def check_modes(add: Add, d: Decl, lock: m.Lock, items: list[Item]) -> None:
+def check_modes(
+    add: Add, d: Decl, lock: m.Lock, items: list[Item], modes: set[str] | None = None
+) -> None:
     """LD703 for each way the found statements depart from the declaration, through `add` (the
-    comparison's, which applies the waivers in the SQL)."""
+    comparison's, which applies the waivers in the SQL). `modes`: the modes several steps
+    through one via declare, when their statements cannot be paired with them one to one."""
     strongest = max(items, key=lambda it: STRENGTH.get(it.lock.mode, 0))
     found = strongest.lock.mode
-    expected = {d.mode} if d.mode else set(lock.mode_names)
+    expected = modes or ({d.mode} if d.mode else set(lock.mode_names))
     if found not in expected:
+        # The mode is changed where it was declared: the step's file, or the lock's.
+        where = d.location.file if (d.mode or modes) else (lock.location.file or "locks.yaml")
         add(
             "LD703",
             f"{statement_of(strongest)} takes '{lock.id}' {found.upper()}, but it is declared "
             f"{' or '.join(sorted(x.upper() for x in expected))}",
             location_of(strongest),
             "make the SQL and the declaration agree: change the locking clause, or the "
-            "mode in locks.yaml",
+            f"mode in {where}",
             details=(f"declared at {d.location}",),
             locks=(lock.id,),
             item=strongest,

@@ -95,6 +95,10 @@ EXCEPTION = obj(
         "path": string("The path id the deviation is in."),
         "lock": string("Narrows the waiver to findings about this lock."),
         "branch": string("Narrows the waiver to findings in this branch of the path."),
+        "taker": string(
+            "Narrows the waiver to findings about this taker (or statement) of the scanned "
+            "code (LD7xx): its name as declared in taken_by or a via, or as the code names it."
+        ),
         "issue": {"type": "integer", "minimum": 1, "description": "The issue that tracks it."},
         "title": string("One line for the page."),
         "why": string("Why it is safe, or what is planned."),
