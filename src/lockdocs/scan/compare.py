@@ -10,6 +10,7 @@ Findings in the code can be waived there: `-- lockdocs: ignore LD7xx reason` in 
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable
 from dataclasses import replace
 
@@ -161,8 +162,9 @@ class Comparison:
 
     def via_names_nothing(self, d: Decl, lock: m.Lock) -> None:
         """LD701 for a take step whose via names nothing scanned: a typo, or code gone. With no
-        Python or Go scanned, only a via that names SQL (a taker of a SQL kind) is looked up,
-        as a taker of kind function is."""
+        Python or Go scanned, a via may name a function of a source that is not read (as a
+        taker of kind function may): it is reported when it names a SQL taker, or comes close
+        to a name the scanned code has (a typo)."""
         sql_names = {
             n
             for ds in self.takers.values()
@@ -170,15 +172,20 @@ class Comparison:
             if t.taker and t.taker.kind in SQL_KINDS
             for n in t.names
         }
-        if not self.sources and not set(d.names) & sql_names:
-            return
+        known = sorted(self.names)
+        close = [
+            c for n in d.names for c in difflib.get_close_matches(plain_name(n), known, 1, 0.85)
+        ]
+        if not self.sources and not set(d.names) & sql_names and not close:
+            return  # maybe a function of a source that is not scanned; a near miss is a typo
         looked = ", ".join(f"'{n}'" for n in d.names)
         self.add(
             "LD701",
             f"via {looked} of a step of path '{d.path}' taking lock '{lock.id}' names nothing "
             "in the scanned code",
             d.location,
-            "the query or function is gone or renamed, or the via has a typo: fix the step's "
+            (f"did you mean '{close[0]}'? " if close else "")
+            + "the query or function is gone or renamed, or the via has a typo: fix the step's "
             "via, or add the file that defines it to code:",
             details=("scanned: " + ", ".join(self.scan.patterns),) if self.scan.patterns else (),
             locks=(lock.id,),
