@@ -21,6 +21,8 @@ class CoverageView:
     statements: int
     statements_declared: int
     statements_waived: int
+    statements_unread: int = 0  # statements (or function bodies) the scan could not read
+    takers_unchecked: int = 0  # declared takers whose code was not read
 
 
 def coverage_view(model: m.Model, coverage: Coverage | None) -> CoverageView | None:
@@ -33,4 +35,6 @@ def coverage_view(model: m.Model, coverage: Coverage | None) -> CoverageView | N
         statements=coverage.total("statements"),
         statements_declared=coverage.total("statements_declared"),
         statements_waived=coverage.total("statements_waived"),
+        statements_unread=coverage.unread,
+        takers_unchecked=sum(len(c.unchecked) for c in coverage.locks.values()),
     )
