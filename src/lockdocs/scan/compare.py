@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
-from dataclasses import replace
 
 from lockdocs import model as m
-from lockdocs.diagnostics import Diagnostic, Location, Severity
+from lockdocs.diagnostics import Diagnostic
 from lockdocs.grammar import an
-from lockdocs.scan.collect import Item, ScanResult, same_table, unread_finding
+from lockdocs.scan.collect import Item, ScanResult, same_table
 from lockdocs.scan.decls import (
     SQL_KINDS,
     Coverage,
@@ -31,14 +30,14 @@ from lockdocs.scan.decls import (
     same_via,
     statement_of,
     tables_of,
-    waiver_how,
 )
 from lockdocs.scan.found import Site
 from lockdocs.scan.howtaken import check_modes
 from lockdocs.scan.keyshape import describe, key_differences
+from lockdocs.scan.waiving import Findings, site_key
 
 
-class Comparison:
+class Comparison(Findings):
     def __init__(self, model: m.Model, scan: ScanResult) -> None:
         self.model = model
         self.scan = scan
@@ -60,7 +59,7 @@ class Comparison:
         self.by_site: dict[tuple[str, int, int], list[Item]] = {}
         self.by_name: dict[str, list[Item]] = {}
         for it in scan.items:
-            self.by_site.setdefault(_site_key(it.file, it.site), []).append(it)
+            self.by_site.setdefault(site_key(it.file, it.site), []).append(it)
             if it.site.name:
                 self.by_name.setdefault(it.site.name, []).append(it)
         self.locks = {lid: lk for lid, lk in model.locks.items() if lk.kind != "memory"}
@@ -79,11 +78,11 @@ class Comparison:
         out: dict[tuple[str, int, int], tuple[str, Site]] = {}
         for n in names:
             for rel, site in self.names.get(plain_name(n), ()):
-                out.setdefault(_site_key(rel, site), (rel, site))
+                out.setdefault(site_key(rel, site), (rel, site))
         return [out[k] for k in sorted(out)]
 
     def items_of(self, sites: list[tuple[str, Site]]) -> list[Item]:
-        return [it for rel, s in sites for it in self.by_site.get(_site_key(rel, s), [])]
+        return [it for rel, s in sites for it in self.by_site.get(site_key(rel, s), [])]
 
     # -- the declarations' side -------------------------------------------------------------------
 
@@ -101,7 +100,7 @@ class Comparison:
         unread = [(rel, s) for rel, s in sites if s.unread]
         for rel, s in unread:
             label = f"{'taker' if d.taker else 'via'} '{what}' of lock '{lock.id}'"
-            self.unchecked.setdefault(_site_key(rel, s), []).append((label, bool(of_lock)))
+            self.unchecked.setdefault(site_key(rel, s), []).append((label, bool(of_lock)))
         if unread and not of_lock:
             if cov is not None and d.taker is not None:
                 cov.unchecked.append(d.taker.name)
@@ -232,7 +231,7 @@ class Comparison:
         counted: set[tuple[str, tuple[str, int, int]]] = set()
         unmatched: set[tuple[str, int, int]] = set()
         for it in self.scan.items:
-            key = _site_key(it.file, it.site)
+            key = site_key(it.file, it.site)
             aliases = set(it.site.aliases)
             named = [
                 lid
@@ -323,84 +322,6 @@ class Comparison:
                 )
         return len(unmatched)
 
-    # -- findings and waivers ---------------------------------------------------------------------
-
-    def waive_here(self, it: Item, code: str) -> str:
-        """How to waive a finding at a statement, in the words of its file's language."""
-        fs = self.file_scans.get(it.file)
-        return waiver_how(fs.kind if fs else "sql", code)
-
-    def add(
-        self,
-        code: str,
-        message: str,
-        location: Location,
-        hint: str,
-        *,
-        details: tuple[str, ...] = (),
-        locks: tuple[str, ...] = (),
-        item: Item | None = None,
-        takers: tuple[str, ...] = (),
-    ) -> Diagnostic:
-        """A finding (waived where the code says so); `takers` are the names an exception's
-        `taker:` matches (by default every name of the statement)."""
-        names = takers or (item.site.aliases if item is not None else ())
-        d = Diagnostic(
-            code,
-            Severity.ERROR,
-            message,
-            location,
-            hint,
-            details,
-            locks=locks,
-            takers=tuple(dict.fromkeys(plain_name(n) for n in names)),
-        )
-        if item is not None:
-            d = self._waive(d, item.file, item.site)
-        self.found.append(d)
-        return d
-
-    def _waive(self, d: Diagnostic, rel: str, site: Site) -> Diagnostic:
-        fs = self.file_scans.get(rel)
-        for w in fs.waivers if fs else ():
-            covers = fs is not None and any(fs.sites[i] == site for i in w.sites)
-            if w.problem is None and covers and d.code in w.codes:
-                self.used.add((rel, w.line, w.column))
-                return replace(d, waived_by=f"{rel}:{w.line}: {w.reason}")
-        return d
-
-    def unread_findings(self) -> None:
-        """LD709/LD712 for every span not read, naming the declarations it leaves unchecked."""
-        for rel, site, u in self.scan.unread():
-            named = self.unchecked.get(_site_key(rel, site), [])
-            takers = tuple(dict.fromkeys(label for label, _ in named))
-            partly = bool(named) and all(found for _, found in named)
-            d = unread_finding(rel, site, u, takers, partly)
-            self.found.append(self._waive(d, rel, site))
-
-    def waiver_findings(self) -> None:
-        for rel, fs in self.scan.files:
-            for w in fs.waivers:
-                loc = Location(rel, w.line, w.column)
-                if w.problem is not None:
-                    self.add(
-                        "LD707",
-                        w.problem,
-                        loc,
-                        "name the codes and say why: "
-                        + waiver_how(fs.kind, "LD7xx", "<why the finding does not apply>"),
-                    )
-                elif (rel, w.line, w.column) not in self.used:
-                    self.found.append(
-                        Diagnostic(
-                            "LD708",
-                            Severity.ERROR,
-                            f"this waiver of {', '.join(w.codes)} waives no finding",
-                            loc,
-                            "the finding is gone: delete the comment",
-                        )
-                    )
-
     def run(self) -> Coverage:
         self.used: set[tuple[str, int, int]] = set()
         cov = {lid: LockCoverage() for lid in self.locks}
@@ -420,10 +341,6 @@ class Comparison:
             unmatched,
             len(self.scan.unread()),
         )
-
-
-def _site_key(rel: str, site: Site) -> tuple[str, int, int]:
-    return (rel, site.line, site.column)
 
 
 def compare(model: m.Model, scan: ScanResult) -> tuple[list[Diagnostic], Coverage]:

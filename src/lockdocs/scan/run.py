@@ -6,9 +6,10 @@ from pathlib import Path
 
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Location, Severity
-from lockdocs.scan.collect import ScanResult, glob_files, path_files, scan_files
+from lockdocs.scan.collect import ScanResult, glob_files, scan_files
 from lockdocs.scan.compare import compare
 from lockdocs.scan.decls import Coverage
+from lockdocs.scan.files import path_files
 
 
 def references(model: m.Model | None) -> list[tuple[str, m.Reference]]:
