@@ -15,6 +15,7 @@ from pathlib import Path
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Location, Severity, sort_diagnostics
 from lockdocs.scan.cache import Cache, content_key
+from lockdocs.scan.files import MAX_BYTES as _MAX_BYTES
 from lockdocs.scan.files import read_file, unreadable
 from lockdocs.scan.found import FileScan, FoundLock, Site, Unread, Warning
 from lockdocs.scan.golang import go_units
@@ -25,6 +26,8 @@ from lockdocs.scan.sources import (
     python_module,
     python_units,
 )
+
+MAX_BYTES = _MAX_BYTES  # the largest file the scan reads (diff's snapshot reads it from here)
 
 
 @dataclass(frozen=True)
