@@ -62,6 +62,23 @@ class Key:
         return self.tag is not None
 
     @property
+    def one_lock(self) -> bool:
+        """Does the key name one lock for the whole database, whether or not lockdocs can
+        compute its value? A fixed text (any algorithm, a hash the application computes too), a
+        constant, or a pair of fixed halves; a family with runtime parts, or a raw integer,
+        names many."""
+        if self.construction in ("hashtextextended", "hashtext", "application"):
+            return self.text is not None and self.text.fixed
+        if self.construction == "constant":
+            return self.constant_value is not None or self.constant_bytes is not None
+        if self.construction == "int4pair":
+            return all(
+                isinstance(h, int) or (isinstance(h, KeyText) and h.fixed)
+                for h in (self.first, self.second)
+            )
+        return False
+
+    @property
     def space(self) -> str:
         return "int4 pair" if self.construction == "int4pair" else "bigint"
 

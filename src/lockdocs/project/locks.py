@@ -57,7 +57,7 @@ def resolve_locks(rv: Resolver) -> dict[str, m.Lock]:
         scope = lock_scope(rv, lid, kind, raw)
         singleton = raw.get("singleton")
         if singleton is None:
-            singleton = bool(key is not None and key.fixed) or kind == "table"
+            singleton = bool(key is not None and key.one_lock) or kind == "table"
         takers = []
         for i, t in enumerate(raw.get("taken_by") or []):
             tmode = t.get("mode")

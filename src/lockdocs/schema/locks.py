@@ -257,8 +257,10 @@ LOCK = obj(
         "singleton": {
             "type": "boolean",
             "description": (
-                "One lock for the whole database (derived for fixed and constant keys); only a "
-                "singleton can keep two transactions apart as a gate."
+                "One lock for the whole database: derived for every fixed key (a fixed text under "
+                "any algorithm, including a hash the application computes, a constant, a pair of "
+                "fixed halves) and for a table; only a singleton can keep two transactions apart "
+                "as a gate."
             ),
         },
         "instances": obj(
