@@ -2,28 +2,15 @@
 analysis), so the property test fails on a *new* kind of disagreement and counts the known ones.
 
 Open false negatives (lockdocs silent about a real deadlock; minimal specs in
-tests/test_oracle.py OPEN_FN, xfail(strict=True)):
-- `upgrade-of-one-of-several-instances`: one instance taken weak, then strong (FOR KEY SHARE
-  then FOR NO KEY UPDATE in one loop iteration), while other instances of the class are held.
-  The upgrade waits for another transaction's instance, but an upgrade makes no edge.
-- `upgrade-gated-only-against-itself`: two transactions both hold a lock shared and both
-  upgrade it, each holding a different singleton lock exclusive (two paths, or two branches of
-  one). LD203 checks an upgrade's gate against the same upgrade only, so each looks gated.
-
-- `loop-run-twice`: a path runs the same loop twice (`run:` of a path with a loop, twice).
-  Both runs get the same per-iteration instance names, so the second run's takes look like
-  re-takes of the first run's instances: no edges, no order check. With different pool sets
-  per run (T1: 2 then 1, T2: 1 then 2) they deadlock.
-
-- `skip-locked-did-not-lock`: a take with SKIP LOCKED may skip the row; a later take of the
-  same lock is then a first acquisition, not the re-take lockdocs sees (options are not
-  modelled; NOWAIT cannot do this, since it aborts the transaction).
-
-Found and since fixed in lockdocs (FIXED_FN; no longer excused here, so a regression fails):
-`sorted-loop-after-held`, `singleton-in-loop` (upgrade in a loop, cross-iteration edge),
-`upgrade-of-one-of-several-instances`, `upgrade-gated-only-against-itself`, `loop-run-twice`,
-`skip-locked-did-not-lock`;
-and the false positive `upgrade-edge-of-an-exclusively-held-instance` (FIXED_FP).
+tests/test_oracle.py OPEN_FN, xfail(strict=True)): none. Found and since fixed in lockdocs
+(FIXED_FN; no longer excused here, so a regression fails): `sorted-loop-after-held`,
+`singleton-in-loop` (upgrade in a loop, cross-iteration edge),
+`upgrade-of-one-of-several-instances` (an upgrade made no edge), `upgrade-gated-only-against-
+itself` (LD203 checked a gate against the same upgrade only), `loop-run-twice` (both runs of a
+loop got the same instance names), `skip-locked-did-not-lock` (a later take after SKIP LOCKED is
+a first acquisition), `child-under-two-parents` (issue 24: two unlabelled takes of a class
+within a parent, under two parents, were read as one instance); and the false positive
+`upgrade-edge-of-an-exclusively-held-instance` (FIXED_FP).
 
 False positives (lockdocs reports, no interleaving deadlocks), counted by kind:
 - `nowait-or-skip-locked`: a take with NOWAIT or SKIP LOCKED never waits (it fails at once, or
@@ -141,30 +128,9 @@ def _loop_run_twice(spec: Spec, path: str, cls: str) -> bool:
     return any(o.site == p.site and o.loop != p.loop for o in occ for p in occ)
 
 
-def _child_under_two_parents(spec: Spec, path: str, cls: str) -> bool:
-    """Two unlabelled takes of a class within a parent, outside loops, under parents with
-    different labels (one named a, the other the path's one instance): they are two children,
-    which lockdocs reads as the path's one instance of the class, taken twice."""
-    parent = spec.lock(cls).within
-    if parent is None:
-        return False
-    last: dict[int, str | None] = {}
-    seen: set[str | None] = set()
-    for o in occurrences(spec, path):
-        if o.lock == parent:
-            last[o.txn] = o.label
-        elif o.lock == cls and not o.loop and not o.label and o.txn in last:
-            seen.add(o.under if o.under else last[o.txn])
-    return len(seen) > 1
-
-
 def known_false_negative(spec: Spec, d: Deadlock) -> str | None:
     """The kinds of deadlock lockdocs is known to miss (each kept in OPEN_FN with an xfail
     test until it is fixed; the fixed ones are FIXED_FN regression tests)."""
-    classes = d.classes
-    for p in d.paths:
-        if any(_child_under_two_parents(spec, p, c) for c in classes):
-            return "child-under-two-parents"
     return None
 
 

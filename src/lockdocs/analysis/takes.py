@@ -57,15 +57,17 @@ class Takes(Summaries):
 
     # --- takes ------------------------------------------------------------------------------
 
-    def _instance(self, step: m.Take, frame: Frame) -> tuple[str, str]:
-        """(instance, sorted run) of a take that is not a re-take (`again`)."""
+    def _instance(self, step: m.Take, frame: Frame, parent: str = "") -> tuple[str, str]:
+        """(instance, sorted run) of a take that is not a re-take (`again`). Outside a loop, an
+        unnamed take of a lock within a parent is that parent's one child: two parents, two
+        children (`parent` is the parent's tag, Held.parent)."""
         lock = self.model.locks[step.lock]
         if lock.singleton:
             return "", ""
         if step.instance is not None:
             return step.instance, ""
         if not frame.loops:
-            return "", ""
+            return ("^" + parent[1:] if parent else ""), ""
         loop = frame.loops[-1]
         instance = f"{loop.id}#{'.'.join(frame.iteration)}"
         order = step.order or (loop.order if step.lock == loop.element else None)
@@ -80,6 +82,7 @@ class Takes(Summaries):
             return [st]
         lock_id = step.lock
         lock = self.model.locks[lock_id]
+        parent = _parent(st.held, lock.within, step.under) if lock.within else ""
         if step.again and not lock.singleton:
             # The instance already held (one of them, if several): a certain one first, else
             # one held maybe; with none held, the path's one instance.
@@ -89,7 +92,7 @@ class Takes(Summaries):
             targets = [(inst, runs[inst]) for inst in dict.fromkeys(h.instance for h in pick)]
             targets = targets or [("", "")]
         else:
-            targets = [self._instance(step, frame)]
+            targets = [self._instance(step, frame, parent)]
         out: list[State] = []
         mode = self.take_mode(step)
         loops = frame.loops
@@ -99,7 +102,6 @@ class Takes(Summaries):
         order = step.order
         if order is None and step.instance is None and loops:
             order = loops[-1].order
-        parent = _parent(st.held, lock.within, step.under) if lock.within else ""
         avoids = step.how_it_avoids_waiting
         for instance, run in targets:
             # (positional: a take is the hottest path of the analysis)
