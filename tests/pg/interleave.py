@@ -39,9 +39,14 @@ class _State:
     held: dict[tuple[str, int], str]  # (lock, instance) -> mode
     labels: dict[tuple[str, str], int]  # (lock, instance name) -> instance
     loops: list[int]  # the current element of each enclosing loop
+    # (table, write location) of every insert or update in the transaction: a foreign-key
+    # re-check (Take.recheck) happens only after another write of its table
+    written: frozenset[tuple[str, object]] = frozenset()
 
     def fork(self) -> _State:
-        return _State(list(self.actions), dict(self.held), dict(self.labels), list(self.loops))
+        return _State(
+            list(self.actions), dict(self.held), dict(self.labels), list(self.loops), self.written
+        )
 
 
 class Compiler:
@@ -100,6 +105,14 @@ class Compiler:
             st = st.fork()
             st.actions.append(Action(f"{step.how}; begin", step.how))
             st.held = {k: v for k, v in st.held.items() if self.scope(k[0]) == "session"}
+            st.written = frozenset()
+            return [st]
+        if isinstance(step, m.Write):
+            table = step.insert or step.update
+            if table is None:
+                return [st]
+            st = st.fork()
+            st.written = st.written | {(table, step.location)}
             return [st]
         if isinstance(step, m.Begin):
             return self.begin(step.transaction, [st])
@@ -203,6 +216,10 @@ class Compiler:
         return 10 * p + inst
 
     def take(self, step: m.Take, st: _State) -> list[_State]:
+        if step.recheck is not None and not any(
+            t == step.recheck and at != step.location for t, at in st.written
+        ):
+            return [st]  # no earlier write of the table: Postgres checks no key again
         out = []
         for raw, s in self.instances(step, st):
             inst = self.child(step, s, raw) if raw < 10 else raw

@@ -31,7 +31,16 @@ from typing import Any
 
 from lockdocs import model as m
 from lockdocs.analysis.events import Event, Refusal
-from lockdocs.analysis.states import Frame, LoopFrame, State, add_maybe, bound, dedupe, zero_or_more
+from lockdocs.analysis.states import (
+    Frame,
+    LoopFrame,
+    State,
+    add_maybe,
+    bound,
+    dedupe,
+    written,
+    zero_or_more,
+)
 from lockdocs.analysis.takes import Takes
 from lockdocs.analysis.walkbase import Stop
 
@@ -144,6 +153,10 @@ class Flattener(Takes):
         if isinstance(step, m.Write):
             if not st.skipped:
                 self.emit(common._replace(kind="write", name=step.what, via=step.via))
+            table = step.insert or step.update
+            if table is not None and (table, step.location) not in st.tables:
+                tables = written({*st.tables, (table, step.location)})
+                return [st._replace(wrote=True, tables=tables)]
             return [st._replace(wrote=True)]
         if isinstance(step, m.Call):
             return [st]
@@ -157,7 +170,7 @@ class Flattener(Takes):
             if step.how == "leave_open":
                 return [st]
             held = tuple(h for h in st.held if self.lock_scope(h.lock) == "session")
-            return [st._replace(held=held, open=False, wrote=False)]
+            return [st._replace(held=held, open=False, wrote=False, tables=())]
         raise AssertionError(f"unknown step {step!r}")  # pragma: no cover
 
     def path(self, path: m.Path) -> None:

@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 from lockdocs import model as m
 from lockdocs.analysis.events import Held
+from lockdocs.diagnostics import Location
 
 # Joined into one state past this many at one step (see the module docstring).
 MAX_STATES = 64
@@ -31,6 +32,10 @@ class State(NamedTuple):
     # loop that found nothing to do is taken to write nothing (the state where the loop ran
     # reports every write that lacks a lock anyway).
     skipped: bool = False
+    # What this transaction has inserted into or updated, as (table, the write's location): a
+    # foreign-key re-check of a later update depends on it. Sorted; may-written where joined
+    # states differ.
+    tables: tuple[tuple[str, Location], ...] = ()
 
 
 class LoopFrame(NamedTuple):
@@ -51,6 +56,11 @@ class Frame:
     @cached_property
     def loop_ids(self) -> tuple[str, ...]:
         return tuple(lf.id for lf in self.loops)
+
+
+def written(tables: set[tuple[str, Location]]) -> tuple[tuple[str, Location], ...]:
+    """A state's written tables in one order (equal states hash equal)."""
+    return tuple(sorted(tables, key=lambda t: (t[0], t[1].file, t[1].line, t[1].column)))
 
 
 def add_maybe(st: State, extra: tuple[tuple[Held, bool], ...]) -> State:
@@ -108,6 +118,7 @@ def bound(states: list[State]) -> list[State]:
                 held=tuple(held.values()),
                 wrote=any(s.wrote for s in group),
                 skipped=all(s.skipped for s in group),
+                tables=written({t for s in group for t in s.tables}),
             )
         )
     return out
@@ -144,7 +155,8 @@ def zero_or_more(locks: dict[str, m.Lock], before: list[State], after: list[Stat
                 h._replace(maybe=True) if (h.lock, h.instance, h.mode) not in mine else h
                 for h in o.held
             )
-            out[n] = o._replace(held=held, wrote=o.wrote or st.wrote)
+            tables = written({*o.tables, *st.tables})
+            out[n] = o._replace(held=held, wrote=o.wrote or st.wrote, tables=tables)
             break
         else:
             keep.append(st._replace(skipped=True))

@@ -78,7 +78,7 @@ class Takes(Summaries):
     def take(self, path: m.Path, st: State, step: m.Take, frame: Frame) -> list[State]:
         """The states after `step`; a take of a lock held maybe, or `again` with several
         instances held, has one outcome per possibility."""
-        if self.skip(step):
+        if self.skip(step) or (step.recheck is not None and not _rewrites(st, step)):
             return [st]
         lock_id = step.lock
         lock = self.model.locks[lock_id]
@@ -184,6 +184,13 @@ class Takes(Summaries):
             elif can_wait(kind, maybe, mode):
                 self.emit(ev._replace(kind="upgrade", upgrade_from=maybe))
         return [after()]
+
+
+def _rewrites(st: State, step: m.Take) -> bool:
+    """Did an earlier write of this transaction (another step than the one this re-check is
+    derived from) insert into or update the re-checked table? Only then does Postgres check
+    the foreign key of an update that leaves it alone."""
+    return any(t == step.recheck and at != step.location for t, at in st.tables)
 
 
 def _parent(held: tuple[Held, ...], parent_lock: str, under: str | None) -> str:

@@ -33,6 +33,10 @@ class Take:
     attempt: str | None = None
     # For a lock `within:` a parent: the parent instance (its instance: name) this one is under.
     under: str | None = None
+    # A foreign-key re-check the declarations imply only when an earlier write of the same
+    # transaction inserted into or updated this table (Postgres re-checks a row version the
+    # transaction created itself): the child table. None: the take always happens.
+    recheck: str | None = None
 
     @property
     def how_it_avoids_waiting(self) -> str | None:
@@ -97,6 +101,10 @@ class Write:
     update: str | None = None  # the table it updates
     columns: tuple[str, ...] = ()  # with update: the columns it sets
     instance: str | None = None  # the parent row it references, by instance name
+    # With update: does it write a row version this transaction already created or updated
+    # (so Postgres re-checks every foreign key of the row)? None: when an earlier write of the
+    # transaction inserted into or updated the same table.
+    rewrites: bool | None = None
 
 
 @dataclass(frozen=True)

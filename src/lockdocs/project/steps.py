@@ -77,7 +77,16 @@ def resolve_steps(
                 update=raw.get("update"),
                 columns=tuple(raw.get("columns") or ()),
                 instance=raw.get("instance"),
+                rewrites=raw.get("rewrites"),
             )
+            if write.rewrites is not None and write.update is None:
+                rv.err(
+                    "LD003",
+                    doc.loc((*p, "rewrites"), key=True),
+                    "rewrites: says whether an update writes a row this transaction already "
+                    "wrote, and this write updates no table",
+                    "add update: <table>, or remove rewrites:",
+                )
             if write.columns and write.update is None:
                 rv.err(
                     "LD003",
@@ -245,8 +254,12 @@ def foreign_key_takes(write: m.Write, locks: dict[str, m.Lock]) -> list[m.Take]:
     """The FOR KEY SHARE a write takes on parent rows through foreign keys (Postgres's RI
     check, at the end of the statement): an insert into a child table checks every foreign key
     of the row; an update checks those whose column it sets (with no columns named, all of
-    them). An update that leaves the column alone takes none, unless the row was inserted in
-    the same transaction; then the parent is the one the insert already locked."""
+    them). An update that leaves the column alone checks it again only when it writes a row
+    version this transaction created or updated itself (PostgreSQL's
+    RI_FKey_fk_upd_check_required; tests/test_pg_verdicts.py measures it): by an insert (whose
+    check already locked that parent) or by an earlier update (which may have locked none).
+    `rewrites:` says whether it does; by default the take is a re-check that happens where an
+    earlier write of the same transaction inserted into or updated the table (the walk knows)."""
     table = write.insert or write.update
     if table is None:
         return []
@@ -255,14 +268,18 @@ def foreign_key_takes(write: m.Write, locks: dict[str, m.Lock]) -> list[m.Take]:
         for ref in lock.references:
             if ref.table != table:
                 continue
+            recheck: str | None = None
+            how = "insert into" if write.insert else "update of"
             if (
                 write.update is not None
                 and write.columns
                 and ref.column is not None
                 and ref.column not in write.columns
             ):
-                continue
-            how = "insert into" if write.insert else "update of"
+                if write.rewrites is False:
+                    continue
+                recheck = None if write.rewrites else table
+                how = "re-check by the update of"
             for backend in _row_backends(lock, write.backend):
                 out.append(
                     m.Take(
@@ -275,7 +292,13 @@ def foreign_key_takes(write: m.Write, locks: dict[str, m.Lock]) -> list[m.Take]:
                         backend=backend,
                         derived=f"{how} {table} ("
                         + (f"{ref.column} references" if ref.column else "a foreign key to")
-                        + f" {lock.table})",
+                        + f" {lock.table})"
+                        + (
+                            ", a row version this transaction already wrote"
+                            if how.startswith("re-check")
+                            else ""
+                        ),
+                        recheck=recheck,
                     )
                 )
     return out

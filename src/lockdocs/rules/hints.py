@@ -52,12 +52,29 @@ def _no_key_update(ctx: Context, cycle: Cycle) -> str:
         if {e.wanted_mode, holder.held_mode} != _WEAK_PAIR:
             continue
         strong, weak = (e, holder) if e.wanted_mode == "for update" else (holder, e)
+        if _changes_key(ctx, strong, lock):
+            continue  # it needs FOR UPDATE (it says so): no weaker mode to offer
         return (
             f"take {lock} FOR NO KEY UPDATE instead of FOR UPDATE in '{strong.path}' unless it "
             f"changes a key column: it does not conflict with the FOR KEY SHARE of "
             f"'{weak.path}', so that wait cannot happen"
         )
     return ""
+
+
+def _changes_key(ctx: Context, e: Edge, lock: str) -> bool:
+    """Does the FOR UPDATE take of `lock` on this hop (the wait of `e`, or the hold it is
+    taken at) say it changes a key column or deletes?"""
+    line = e.location.line if e.wanted_mode == "for update" else e.held_at
+    return any(
+        ev.changes_key
+        for ev in ctx.all_events
+        if ev.lock == lock
+        and ev.path == e.path
+        and ev.location.file == e.location.file
+        and ev.location.line == line
+        and ev.mode == "for update"
+    )
 
 
 def _reorder(ctx: Context, cycle: Cycle) -> str:

@@ -177,6 +177,17 @@ def step_schema() -> dict[str, Any]:
                 "Names the parent row the written row references, when the path takes the "
                 "parent's lock under an instance name."
             ),
+            "rewrites": {
+                "type": "boolean",
+                "description": (
+                    "With update: whether it updates a row version this transaction already "
+                    "created or updated (an insert, or an earlier update of the same row). "
+                    "Postgres then checks every foreign key of the row again (FOR KEY SHARE on "
+                    "each parent), even those whose column it leaves alone. By default lockdocs "
+                    "derives that re-check where an earlier write of the same transaction "
+                    "inserted into or updated the table; false says it is another row."
+                ),
+            },
             "via": VIA,
             "note": string("A note."),
         },
