@@ -111,8 +111,9 @@ def test_step_kinds_in_step() -> None:
         "release",
     }
     take = next(s for s in steps if s.get("required") == ["take"])
-    # derived: a take the declarations imply (a foreign-key check), never written as a step
-    derived = {"location", "derived"}
+    # derived: a take the declarations imply (a foreign-key check or its re-check), never
+    # written as a step
+    derived = {"location", "derived", "recheck"}
     # try: is a Python keyword; the model calls it attempt
     written = {"attempt" if k == "try" else k for k in take["properties"]}
     assert written - {"take"} | {"lock"} == (_fields(m.Take) - derived)

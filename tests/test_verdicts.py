@@ -17,7 +17,7 @@ from pathlib import Path as FsPath
 import pytest
 
 from lockdocs import api
-from oracle import Lock, Loop, Path, Spec, Take, explore
+from oracle import Branch, Lock, Loop, Path, Spec, Take, explore
 from oracle.compare import ORDER_CODES, Finding, compare
 
 SPECS = FsPath(__file__).resolve().parent / "fixtures" / "specs"
@@ -80,7 +80,55 @@ CASES: dict[str, Spec] = {
             ),
         ),
     ),
+    # item 8's messages, on shapes whose verdict stays
+    "report-cycle-between-two-branches": Spec(
+        (Lock("account", "row", False, (NKU,)), Lock("ledger", "row", False, (NKU,))),
+        (
+            Path(
+                "post",
+                (
+                    Branch(
+                        (
+                            (Take("account", NKU), Take("ledger", NKU)),
+                            (Take("ledger", NKU), Take("account", NKU)),
+                        )
+                    ),
+                ),
+            ),
+        ),
+    ),
+    "report-table-upgrade-every-request-writes": Spec(
+        (Lock("events", "table", True, ("row exclusive", "access exclusive")),),
+        (
+            Path("record", (Take("events", "row exclusive"),)),
+            Path("backfill", (Take("events", "row exclusive"), Take("events", "access exclusive"))),
+        ),
+    ),
 }
+
+# What the hint of report-table-upgrade-every-request-writes proposes: no deadlock then.
+HINTED = Spec(
+    (
+        Lock(
+            "events", "table", True, ("share update exclusive", "row exclusive", "access exclusive")
+        ),
+    ),
+    (
+        Path("record", (Take("events", "row exclusive"),)),
+        Path(
+            "backfill",
+            (
+                Take("events", "share update exclusive"),
+                Take("events", "row exclusive"),
+                Take("events", "access exclusive"),
+            ),
+        ),
+    ),
+)
+
+
+def test_the_table_upgrade_hint_removes_the_deadlock() -> None:
+    assert explore(HINTED).deadlocks == []
 
 
 def fixture_findings(case: FsPath) -> list[Finding]:
@@ -108,3 +156,34 @@ def test_the_oracle_agrees_with_the_fixture(name: str) -> None:
     assert not cmp.wrong_paths, [str(f) for f in cmp.wrong_paths]
     # a silent fixture is one the oracle finds no deadlock in, a reporting one one it does
     assert bool(result.deadlocks) == name.startswith("report-"), name
+
+
+def test_a_comma_inside_a_flow_mapping_points_at_the_yaml(tmp_path: FsPath) -> None:
+    """Item 8: `{for no key update: posting, closing}` is two fields to YAML; say so, once, at
+    the word after the comma (before: "'closing' is not a valid id" and "expected string,
+    found null" at the same place)."""
+    (tmp_path / "paths").mkdir()
+    (tmp_path / "locks.yaml").write_text(
+        "lockdocs: 1\npage: {title: Locks}\nlocks:\n"
+        "  account: {title: Account, kind: row, table: app.accounts,"
+        " modes: {for no key update: posting, closing}}\n"
+    )
+    (tmp_path / "paths" / "p.yaml").write_text(
+        "group: G\npaths:\n  post: {title: Post, steps: [{take: account, note: first, then}]}\n"
+    )
+    _model, diags = api.load(tmp_path)
+    got = [(d.code, str(d.location), d.message) for d in diags]
+    assert got == [
+        (
+            "LD003",
+            "locks.yaml:4:97",
+            "a comma inside {...} ends the value of 'for no key update': YAML reads 'closing' "
+            "as a field of its own",
+        ),
+        (
+            "LD003",
+            "paths/p.yaml:3:60",
+            "a comma inside {...} ends the value of 'note': YAML reads 'then' as a field of "
+            "its own",
+        ),
+    ]

@@ -61,6 +61,10 @@ class Document:
     marks: dict[JsonPath, Any] = field(default_factory=dict)  # yaml Marks (0-based)
     key_marks: dict[JsonPath, Any] = field(default_factory=dict)
     digest: str = ""  # sha256 of the bytes read (set by read_file)
+    # Bare entries of a flow mapping (`{a: x, b}`: `b` with no colon): almost always a comma
+    # inside a value that was meant as text; each with the key before it. The schema's errors
+    # about them point at the YAML instead.
+    bare_flow_keys: dict[JsonPath, str] = field(default_factory=dict)
 
     def loc(self, path: JsonPath, *, key: bool = False) -> Location:
         """The location of a value (or of its key), falling back to the nearest parent."""
@@ -95,6 +99,7 @@ class _Builder:
         self.key_marks: dict[JsonPath, Any] = {}
         self.nodes = 0
         self.diags: list[Diagnostic] = []
+        self.bare_flow_keys: dict[JsonPath, str] = {}
 
     def build(self, node: yaml.Node, path: JsonPath, depth: int) -> Any:
         self.nodes += 1
@@ -147,6 +152,14 @@ class _Builder:
                     )
                     continue
                 key_marks[sub] = key_node.start_mark
+                if (
+                    node.flow_style
+                    and out
+                    and type(value_node) is yaml.ScalarNode
+                    and value_node.value == ""
+                    and value_node.start_mark.index == value_node.end_mark.index
+                ):
+                    self.bare_flow_keys[sub] = next(reversed(out))
                 if type(value_node) is yaml.ScalarNode and value_node.tag == _STR:
                     self.nodes += 1
                     self.marks[sub] = value_node.start_mark
@@ -293,7 +306,9 @@ def parse_text(text: str, file: str) -> tuple[Document | None, list[Diagnostic]]
                     "flatten the structure",
                 )
             ]
-        return Document(file, data, builder.marks, builder.key_marks), builder.diags
+        doc = Document(file, data, builder.marks, builder.key_marks)
+        doc.bare_flow_keys = builder.bare_flow_keys
+        return doc, builder.diags
     finally:
         loader.dispose()
 

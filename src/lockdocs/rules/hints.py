@@ -99,7 +99,18 @@ def _reorder(ctx: Context, cycle: Cycle) -> str:
     else:  # every hop has a rule for it: the rules contradict each other (LD506 says where)
         chosen = next((e for e in edges if e.path in blame), edges[-1])
     others = [e for e in edges if e is not chosen and (e.src, e.dst) == (chosen.dst, chosen.src)]
-    why = f", as '{others[0].path}' does" if others else ", which breaks the cycle"
+    other = next((e for e in others if e.path != chosen.path), None)
+    if other is not None:
+        why = f", as '{other.path}' does"
+    elif others:
+        # two routes of one path (two branches, two runs of it): say which take to move
+        return (
+            f"in '{chosen.path}', take {chosen.dst} before {chosen.src} where it takes "
+            f"{chosen.dst} at line {chosen.location.line} too, as it does where it takes "
+            f"{others[0].dst} at line {others[0].location.line}"
+        )
+    else:
+        why = ", which breaks the cycle"
     return f"make '{chosen.path}' take {chosen.dst} before {chosen.src}{why}"
 
 

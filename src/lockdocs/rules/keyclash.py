@@ -100,14 +100,20 @@ def collisions(ctx: Context) -> Iterable[Diagnostic]:
         inside = [lk for lk, (lo, hi) in ranges if lo <= value <= hi]
         if inside:
             constructions = {f.key.construction for f in inside if f.key is not None}
+            widths = "/".join(
+                str(b)
+                for b in sorted(
+                    {f.key.bits for f in inside if f.key and f.key.construction != "integer"}
+                )
+            )
             families = (
                 "32-bit range that hashtext families"
                 if constructions == {"hashtext"}
                 else "range that raw-integer families"
                 if constructions == {"integer"}
-                else "range that 32-bit families"
+                else f"range that {widths}-bit families"
                 if "integer" not in constructions
-                else "range that raw-integer and 32-bit families"
+                else f"range that raw-integer and {widths}-bit families"
             )
             yield Diagnostic(
                 "LD104",
@@ -130,8 +136,14 @@ def collisions(ctx: Context) -> Iterable[Diagnostic]:
 def _range_text(inside: list[Lock], ranges: list[tuple[Lock, tuple[int, int]]]) -> str:
     mine = [r for lk, r in ranges if lk in inside]
     lo, hi = min(r[0] for r in mine), max(r[1] for r in mine)
-    names = {INT32_MIN: "-2^31", 0: "0", INT32_MAX: "2^31", 2**32 - 1: "2^32"}
-    return f"[{names.get(lo, str(lo))}, {names.get(hi, str(hi + 1))})"
+    return f"[{_power(lo)}, {_power(hi + 1)})"
+
+
+def _power(n: int) -> str:
+    """-2^31, 0, 2^32 for the bounds of a range of n-bit values."""
+    if n and abs(n) & (abs(n) - 1) == 0:
+        return f"{'-' if n < 0 else ''}2^{abs(n).bit_length() - 1}"
+    return str(n)
 
 
 def _filled_range(key: Key) -> tuple[int, int] | None:
@@ -146,7 +158,8 @@ def _filled_range(key: Key) -> tuple[int, int] | None:
     # A multiplier in 64-bit arithmetic (Rails' crc32 * salt) spreads the keys further.
     narrow = key.multiplier is None or (key.declared_bits or 64) <= 32
     if key.construction == "application" and is_family(key.text) and key.bits <= 32 and narrow:
-        return (INT32_MIN, INT32_MAX) if key.signed else (0, 2**32 - 1)
+        w = key.bits
+        return (-(2 ** (w - 1)), 2 ** (w - 1) - 1) if key.signed else (0, 2**w - 1)
     return None
 
 

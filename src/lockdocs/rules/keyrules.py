@@ -196,8 +196,9 @@ def hashtext_32(ctx: Context) -> Iterable[Diagnostic]:
     for lock, key in advisory(ctx):
         for what, kt, hint in _32_bit_families(key):
             n = kt.cardinality
+            bits = key.bits if key.construction == "application" else 32
             odds = (
-                f"; with {n:,} live keys the chance of a collision is {collision_odds(n, 32):.2%}"
+                f"; with {n:,} live keys the chance of a collision is {collision_odds(n, bits):.2%}"
                 if n
                 else "; declare cardinality: to see the collision odds"
             )
@@ -230,7 +231,7 @@ def _32_bit_families(key: Key) -> list[tuple[str, KeyText, str]]:
         assert key.text is not None
         out.append(
             (
-                f"key of {{lock}} is {key.algorithm} (32 bits)",
+                f"key of {{lock}} is {key.algorithm} ({key.bits} bits)",
                 key.text,
                 "use a 64-bit hash (fnv-1a 64, or hashtextextended in SQL)",
             )

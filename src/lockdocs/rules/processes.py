@@ -6,9 +6,57 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Severity
-from lockdocs.rules.context import Context, held_locks, once_per_step, step_finding
+from lockdocs.rules.context import Context, Step, held_locks, once_per_step, step_finding
 from lockdocs.rules.registry import rule
+
+
+def _route(ctx: Context, backend: str | None, step: Step) -> str:
+    """Which route through the path the unguarded write is on, when another route to the same
+    step holds a database lock: the branch the write stands in, or the branches before it
+    that skip the database lock the other routes take there."""
+    if step.branches:
+        names = ", ".join(f"'{b}'" for b in step.branches)
+        return f" (branch {names})"
+    guarded = {
+        h.lock
+        for ev in ctx.events(backend)
+        if ev.kind == "write" and ev.location == step.event.location
+        for h in ev.held
+        if not process_local(ctx, h.lock, backend)
+    }
+    if not guarded:
+        return ""
+    skipping: list[str] = []
+    stack = [ctx.model.paths[step.owner].steps]
+    while stack:
+        for s in stack.pop():
+            if isinstance(s, m.Loop):
+                stack.append(s.steps)
+            elif isinstance(s, m.Branches) and not s.statement:
+                takes = [(name, _takes_any(alt, guarded)) for name, alt in s.alternatives]
+                if any(t for _, t in takes):
+                    skipping += [f"'{name}' (line {s.location.line})" for name, t in takes if not t]
+                stack.extend(alt for _, alt in s.alternatives)
+    if not skipping:
+        return ""
+    return (
+        f" after branch {' or '.join(skipping)}, which does not take {', '.join(sorted(guarded))},"
+    )
+
+
+def _takes_any(steps: tuple[m.Step, ...], locks: set[str]) -> bool:
+    stack = [steps]
+    while stack:
+        for s in stack.pop():
+            if isinstance(s, m.Take) and s.lock in locks:
+                return True
+            if isinstance(s, m.Loop):
+                stack.append(s.steps)
+            elif isinstance(s, m.Branches):
+                stack.extend(alt for _, alt in s.alternatives)
+    return False
 
 
 def process_local(ctx: Context, lock_id: str, backend: str | None) -> bool:
@@ -87,7 +135,8 @@ def guarded_in_one_process(ctx: Context) -> Iterable[Diagnostic]:
                 "LD308",
                 Severity.ERROR,
                 step,
-                f"path '{step.owner}' writes {ev.name} guarded only by "
+                f"path '{step.owner}' writes {ev.name}{_route(ctx, backend, step)} guarded "
+                "only by "
                 + ", ".join(locks)
                 + f", which lives in one process; with {replicas} replicas{on} another process "
                 "makes the same write at the same time",

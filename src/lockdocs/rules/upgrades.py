@@ -10,9 +10,50 @@ from lockdocs.analysis.gates import gate, parent_gated
 from lockdocs.analysis.graph import Edge, parent_mode
 from lockdocs.analysis.proof import proof
 from lockdocs.diagnostics import Diagnostic, Severity
-from lockdocs.modes import conflicts
+from lockdocs.modes import conflicts, covers, modes_for_kind
 from lockdocs.rules.context import Context
 from lockdocs.rules.registry import rule
+
+
+def upgrade_hint(ctx: Context, e: Edge, kind: str) -> str:
+    """Take the strong mode from the start; unless that would block, for the whole
+    transaction, what other paths take the lock in (every request writes a table, and ACCESS
+    EXCLUSIVE from the start would stop them all). Then a first mode that conflicts with
+    itself does it: two runs queue at the first take instead of deadlocking at the second, and
+    the other paths still get through until the upgrade."""
+    plain = f"take {e.src} {e.wanted_mode} from the start (line {e.held_at})"
+    weak = e.upgrade_from
+    others = sorted(
+        {
+            ev.mode
+            for ev in ctx.all_events
+            if ev.lock == e.src and ev.kind in ("acquire", "upgrade") and ev.path != e.path
+        }
+    )
+    blocked = [
+        o
+        for o in others
+        if conflicts(kind, o, e.wanted_mode) and not any(conflicts(kind, o, w) for w in weak)
+    ]
+    if not blocked:
+        return plain
+    for mode in modes_for_kind(kind):
+        if (
+            conflicts(kind, mode, mode)
+            and all(covers(kind, (mode,), w) for w in weak)
+            and not any(conflicts(kind, o, mode) for o in blocked)
+        ):
+            table = ctx.model.locks[e.src].table
+            how = f" (LOCK TABLE {table} IN {mode.upper()} MODE)" if kind == "table" else ""
+            return (
+                f"take {e.src} {mode} before line {e.held_at}{how}: it conflicts with itself, "
+                "so two runs queue there instead of deadlocking at the upgrade, and it lets "
+                "the other paths' "
+                + " and ".join(blocked)
+                + f" through, which {e.wanted_mode} from the start would block for the whole "
+                "transaction"
+            )
+    return plain + " (it blocks " + " and ".join(blocked) + " of other paths until the end)"
 
 
 @rule(
@@ -129,7 +170,7 @@ def check_upgrades(ctx: Context) -> Iterable[Diagnostic]:
             Severity.ERROR,
             f"path '{e.path}' holds {e.src} ({e.held_mode}) and then asks for it {e.wanted_mode}",
             e.location,
-            f"take {e.src} {e.wanted_mode} from the start (line {e.held_at})",
+            upgrade_hint(ctx, e, kind),
             details=(
                 f"{who} can both hold {e.src} {e.held_mode}; each then waits for the other to "
                 f"release it before it can get {e.wanted_mode}.",

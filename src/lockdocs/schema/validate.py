@@ -218,4 +218,42 @@ def validate(doc: Document, kind: str) -> list[Diagnostic]:
                 best[where] = leaf
             elif rank.get(leaf.validator, 9) < rank.get(best[where].validator, 9):
                 best[where] = leaf
-    return [_describe(best[w], doc) for w in order]
+    out: list[Diagnostic] = []
+    bare_seen: set[tuple[object, ...]] = set()
+    for w in order:
+        bare = _bare_flow_key(best[w], doc)
+        if bare is None:
+            out.append(_describe(best[w], doc))
+        elif bare[0] not in bare_seen:  # one finding per bare key, whatever the schema says
+            bare_seen.add(bare[0])
+            out.append(bare[1])
+    return out
+
+
+def _bare_flow_key(error: Any, doc: Document) -> tuple[tuple[object, ...], Diagnostic] | None:
+    """An error about a bare entry of a flow mapping (`{a: x, y}`, where YAML reads `y` as a
+    key of its own): the comma was meant as text, so say that, at the YAML."""
+    if not doc.bare_flow_keys:
+        return None
+    path = tuple(error.absolute_path)
+    inst = error.instance
+    candidates = [path]
+    if isinstance(inst, dict):
+        candidates += [(*path, k) for k in inst]
+    elif isinstance(inst, str):
+        candidates.append((*path, inst))
+    for p in candidates:
+        before = doc.bare_flow_keys.get(p)  # type: ignore[arg-type]
+        if before is None:
+            continue
+        word = str(p[-1])
+        return p, Diagnostic(
+            "LD003",
+            Severity.ERROR,
+            f"a comma inside {{...}} ends the value of '{before}': YAML reads '{word}' as a "
+            "field of its own",
+            doc.loc(p, key=True),
+            f'quote the text that holds the comma ({before}: "..., {word}"), or write the '
+            "mapping as indented lines",
+        )
+    return None
