@@ -153,7 +153,7 @@ class _Builder:
                     continue
                 key_marks[sub] = key_node.start_mark
                 if (
-                    node.flow_style
+                    getattr(node, "flow_style", False)
                     and out
                     and type(value_node) is yaml.ScalarNode
                     and value_node.value == ""

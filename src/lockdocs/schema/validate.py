@@ -243,7 +243,7 @@ def _bare_flow_key(error: Any, doc: Document) -> tuple[tuple[object, ...], Diagn
     elif isinstance(inst, str):
         candidates.append((*path, inst))
     for p in candidates:
-        before = doc.bare_flow_keys.get(p)  # type: ignore[arg-type]
+        before = doc.bare_flow_keys.get(p)
         if before is None:
             continue
         word = str(p[-1])
