@@ -55,6 +55,15 @@ def _entries(rechecks: bool) -> Spec:
     )
 
 
+def _claim(mode: str, claimed: bool) -> Spec:
+    job = Lock("job", "row", False, (mode, NKU))
+    claim = Loop("sorted", (Take("job", mode, option="skip locked"),), "job")
+    update = (
+        Take("job", NKU, claimed=True) if claimed else Loop("arbitrary", (Take("job", NKU),), "job")
+    )
+    return Spec((job,), (Path("claim", (claim, update)),))
+
+
 CASES: dict[str, Spec] = {
     # shape 5: a fixed key is one lock, whatever computes it
     "silent-fixed-application-key-gates": _migrations(singleton=True),
@@ -80,6 +89,10 @@ CASES: dict[str, Spec] = {
             ),
         ),
     ),
+    # shape 2: an UPDATE of the rows the path claimed
+    "silent-update-of-claimed-rows": _claim(UPD, claimed=True),
+    "report-update-after-claim-in-no-order": _claim(UPD, claimed=False),
+    "report-update-of-rows-claimed-for-share": _claim("for share", claimed=True),
     # item 8's messages, on shapes whose verdict stays
     "report-cycle-between-two-branches": Spec(
         (Lock("account", "row", False, (NKU,)), Lock("ledger", "row", False, (NKU,))),

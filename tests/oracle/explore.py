@@ -50,6 +50,7 @@ from .conflicts import waits
 from .spec import Branch, Call, Commit, Loop, Path, Set, Spec, Take
 
 LABELS = ("a", "b")
+MAX_DOMAIN = 6  # the most instances of a class one transaction holds in any search
 
 
 @dataclass(frozen=True)
@@ -174,6 +175,13 @@ class _Compiler:
                 else:
                     ref = "default"
                 under = LABELS.index(st.under) if st.under in LABELS else -1
+                if st.claimed and not lock.singleton:
+                    # the k-th instance of the class held when the statement runs, if any
+                    code.extend(
+                        ("acq", li, st.mode, f"held{k}", st.option or "", under)
+                        for k in range(MAX_DOMAIN)
+                    )
+                    continue
                 code.append(("acq", li, st.mode, ref, st.option or "", under))
             elif isinstance(st, Loop):
                 by = self.lock_index[st.by] if st.by is not None else -1
@@ -281,6 +289,15 @@ class Explorer:
             assert isinstance(li, int) and isinstance(mode, str) and isinstance(ref, str)
             assert isinstance(under, int)
             out: list[Local] = []
+            if ref.startswith("held"):
+                have = sorted({inst for (lk, inst, _m) in held if lk == li})
+                k = int(ref[4:])
+                if k >= len(have):
+                    return [(pi, pc + 1, labels, loops, held, ())]  # no k-th claimed row
+                inst = have[k]
+                if (li, inst, mode) in held:
+                    return [(pi, pc + 1, labels, loops, held, ())]
+                return [(pi, pc, labels, loops, held, (li, inst, mode, option, 0))]
             for inst, lab, lps in self._child(li, ref, under, labels, loops, held):
                 if (li, inst, mode) in held:  # re-entrant: granted at once
                     out.append((pi, pc + 1, lab, lps, held, ()))

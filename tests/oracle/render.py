@@ -77,6 +77,8 @@ def _step(st: Step) -> object:
             d["under"] = st.under
         if st.again:
             d["again"] = True
+        if st.claimed:
+            d["claimed"] = True
         return d
     if isinstance(st, Loop):
         sorted_by = st.order == "sorted" and st.by is not None

@@ -53,6 +53,8 @@ class Take:
     - outside a loop, an unlabelled take is the transaction's one instance of the class (chosen
       once, any instance: it may be one a loop took);
     - `again`: an instance the transaction already holds (any of them), else its one instance.
+    - `claimed`: every instance of the class the transaction holds (one statement over the rows
+      it claimed before), each requested again in `mode`; nothing when it holds none.
     - of a class `within` a parent: the instance is one of the parent's own, the parent being
       the instance of it taken last and still held, or the one labelled `under`; with none
       held, one of parent 1's (it may meet those).
@@ -67,6 +69,9 @@ class Take:
     option: str | None = None  # None | nowait | skip locked | try
     again: bool = False
     under: str | None = None  # for a class within a parent: the parent's label ('a' or 'b')
+    # every instance of the class the transaction holds (the rows it claimed), each requested
+    # again in `mode`, in ascending order; none when it holds none
+    claimed: bool = False
 
 
 @dataclass(frozen=True)

@@ -220,6 +220,20 @@ class Compiler:
             t == step.recheck and at != step.location for t, at in st.written
         ):
             return [st]  # no earlier write of the table: Postgres checks no key again
+        if step.claimed and self.kind(step.lock) == "row":
+            # the rows this transaction claimed: those its own transaction id locks (xmax; a
+            # row two transactions share FOR SHARE has a multixact there, so it is not found)
+            table = sq.table_of(self.model.locks[step.lock].table, step.lock)
+            sql = (
+                f"select id from {table.sql} where xmax::text = pg_current_xact_id()::text "
+                f"{step.mode}"
+            )
+            st = st.fork()
+            # (instance 0: no other statement's row, so its place in the interleaving is the
+            # claim's; a take of rows the path holds in a covering mode never waits)
+            t = self.target(step.lock, 0)
+            st.actions.append(Action(sql, f"{step.lock} claimed rows {step.mode}", t, step.mode))
+            return [st]
         out = []
         for raw, s in self.instances(step, st):
             inst = self.child(step, s, raw) if raw < 10 else raw

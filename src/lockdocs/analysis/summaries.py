@@ -163,7 +163,7 @@ class Summaries(WalkBase):
     def _one(self, step: m.Step) -> _Summary:
         if isinstance(step, m.Take):
             lk = self.model.locks[step.lock]
-            if step.again and not lk.singleton:
+            if (step.again or step.claimed) and not lk.singleton:
                 # re-takes what is held; with nothing held, the path's one instance (the same
                 # in every iteration)
                 where = "again"

@@ -82,6 +82,8 @@ class Takes(Summaries):
             return [st]
         lock_id = step.lock
         lock = self.model.locks[lock_id]
+        if step.claimed and not lock.singleton:
+            return self._claimed(path, st, step, frame)
         parent = _parent(st.held, lock.within, step.under) if lock.within else ""
         if step.again and not lock.singleton:
             # The instance already held (one of them, if several): a certain one first, else
@@ -130,6 +132,46 @@ class Takes(Summaries):
                 continue
             out.extend(self._take_instance(st, ev, step))
         return out
+
+    def _claimed(self, path: m.Path, st: State, step: m.Take, frame: Frame) -> list[State]:
+        """A take of the rows the path claimed: each instance of the lock it holds (held maybe
+        or not: a row a SKIP LOCKED claim skipped is simply not among those written), taken
+        again in `step`'s mode, one re-take or upgrade each; no new instance, so no order."""
+        lock_id = step.lock
+        kind = self.lock_kind(lock_id)
+        mode = self.take_mode(step)
+        out = st
+        for instance in dict.fromkeys(h.instance for h in st.held if h.lock == lock_id):
+            same = [h for h in out.held if h.lock == lock_id and h.instance == instance]
+            modes = tuple(dict.fromkeys(h.mode for h in same))
+            ev = Event(
+                "retake", path.id, step.location, out.held, out.transaction, out.txkind,
+                out.branch, lock_id, mode, instance, same[0].run, bool(frame.loops),
+                step.order, step.via, frame.through, step.how_it_avoids_waiting,
+                step.implicit, step.changes_key, "", step.note, False, (), frame.loop_ids,
+                same[0].parent,
+            )  # fmt: skip
+            if covers(kind, modes, mode):
+                self.emit(ev)
+                continue
+            if can_wait(kind, modes, mode):
+                self.emit(ev._replace(kind="upgrade", upgrade_from=modes))
+            else:
+                self.emit(ev)
+            maybe = all(h.maybe for h in same)
+            new = Held(
+                lock_id, mode, instance, same[0].run, same[0].acquired_at, maybe, same[0].parent
+            )
+            mine = _reduce(kind, (*same, new))
+            held: list[Held] = []
+            for h in out.held:
+                if h in same:
+                    held.extend(mine)
+                    mine = ()
+                else:
+                    held.append(h)
+            out = out._replace(held=tuple(held))
+        return [out]
 
     def _take_instance(self, st: State, ev: Event, step: m.Take) -> list[State]:
         lock_id, mode, instance, run = ev.lock, ev.mode, ev.instance, ev.run

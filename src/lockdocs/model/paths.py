@@ -37,6 +37,9 @@ class Take:
     # transaction inserted into or updated this table (Postgres re-checks a row version the
     # transaction created itself): the child table. None: the take always happens.
     recheck: str | None = None
+    # claimed: the rows an earlier take of the path locked (UPDATE ... FROM (SELECT ... FOR
+    # UPDATE SKIP LOCKED)): every instance of the lock it holds, re-taken; never another one.
+    claimed: bool = False
 
     @property
     def how_it_avoids_waiting(self) -> str | None:

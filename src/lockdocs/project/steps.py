@@ -149,6 +149,16 @@ def resolve_take(
             f"declare instances: {{within: <parent lock>}} on '{name}' in locks.yaml, or "
             "remove under:",
         )
+    if raw.get("claimed") and (raw.get("instance") is not None or raw.get("again")):
+        rv.err(
+            "LD003",
+            doc.loc((*p, "claimed"), key=True),
+            f"this take of '{name}' says claimed: (every row the path holds) and "
+            + ("instance:" if raw.get("instance") is not None else "again:")
+            + " (one of them)",
+            "keep claimed: for a statement over all the rows claimed earlier, or the other "
+            "for one row",
+        )
     if option and lock.kind != "row":
         rv.err(
             "LD006",
@@ -174,6 +184,7 @@ def resolve_take(
         note=raw.get("note"),
         instance=raw.get("instance"),
         again=bool(raw.get("again", False)),
+        claimed=bool(raw.get("claimed", False)),
         order=raw.get("order"),
         option=option,
         attempt=attempt,

@@ -269,6 +269,12 @@ def check_instances(ctx: Context) -> Iterable[Diagnostic]:
                         f"takes them) and say so with order: {lock.instance_order}, or hold a "
                         "gate lock"
                     )
+                if e.order == "none" and any(g.lock == lock_id and g.maybe for g in e.guards):
+                    hint += (
+                        "; if the statement writes exactly the rows the path claimed before "
+                        "(UPDATE ... FROM the SELECT ... FOR UPDATE SKIP LOCKED), declare it as "
+                        "one take with claimed: true"
+                    )
             if lock.within:
                 hint += (
                     f"; or hold their {lock.within} (the instance they belong to) in a mode "

@@ -32,6 +32,17 @@ def step_schema() -> dict[str, Any]:
                     "took, say), not another one; with none held, the path's one instance."
                 ),
             },
+            "claimed": {
+                "type": "boolean",
+                "description": (
+                    "Exactly the instances an earlier take of the path locked, and no other: "
+                    "the UPDATE ... FROM (SELECT ... ORDER BY id FOR UPDATE SKIP LOCKED) that "
+                    "writes the rows its own subquery claimed. Every instance of the lock the "
+                    "path holds is taken again in this mode (a row the claim skipped is not "
+                    "touched); it never waits where the claim's mode covers this one, and is "
+                    "never a new acquisition in some order."
+                ),
+            },
             "order": string(
                 "The order this take follows relative to the path's other instances of the "
                 "lock; inside a loop it overrides the loop's order. A named instance follows "

@@ -30,6 +30,7 @@ class StepView:
     changes_key: bool = False
     backend: str | None = None
     again: bool = False
+    claimed: bool = False  # the rows an earlier take of the path claimed, and no others
     held_before: str = "never"  # never | always | sometimes: the lock was already held
     upgrade_from: str | None = None
     label: str | None = None
@@ -290,6 +291,7 @@ class StepLines:
             changes_key=step.changes_key,
             backend=step.backend,
             again=step.again,
+            claimed=step.claimed,
             held_before=held_before,
             upgrade_from=upgrade_from,
             derived=step.derived,
