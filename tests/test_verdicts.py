@@ -93,6 +93,18 @@ CASES: dict[str, Spec] = {
     "silent-update-of-claimed-rows": _claim(UPD, claimed=True),
     "report-update-after-claim-in-no-order": _claim(UPD, claimed=False),
     "report-update-of-rows-claimed-for-share": _claim("for share", claimed=True),
+    # shape 6: a cycle through an in-process lock (the oracle's deadlock is a state nobody
+    # leaves; whether Postgres can break it is the finding's wording and replay's answer)
+    "report-cycle-through-in-process-lock-hangs": Spec(
+        (
+            Lock("fleet-lockset", "memory", True, ("exclusive",)),
+            Lock("fleet", "row", True, (NKU,)),
+        ),
+        (
+            Path("process-fleets", (Take("fleet-lockset", "exclusive"), Take("fleet", NKU))),
+            Path("sync-fleet", (Take("fleet", NKU), Take("fleet-lockset", "exclusive"))),
+        ),
+    ),
     # item 8's messages, on shapes whose verdict stays
     "report-cycle-between-two-branches": Spec(
         (Lock("account", "row", False, (NKU,)), Lock("ledger", "row", False, (NKU,))),

@@ -17,7 +17,7 @@ import psycopg
 from lockdocs.postgres import driver
 from lockdocs.postgres import statements as sq
 from lockdocs.postgres.logs import Wait, advisory_tag_of, parse_detail
-from lockdocs.postgres.scenario import PRODUCTION_DEADLOCK_TIMEOUT_MS, Scenario, Step
+from lockdocs.postgres.scenario import HANG, PRODUCTION_DEADLOCK_TIMEOUT_MS, Scenario, Step
 
 REPLAY_DEADLOCK_TIMEOUT_MS = 100
 LONG_DEADLOCK_TIMEOUT_MS = 60_000
@@ -228,6 +228,22 @@ def _judge(verdict: Verdict, run: driver.Run, names: _Names) -> None:
                 f"step {i + 1} ({said}) was granted at once: no other session held "
                 f"{st.target.label} in a mode it waits for"
             )
+    if sc.expected == HANG and not errors:
+        # A hang: nothing broke the cycle. Every ask waits, each for a session that is idle in
+        # its transaction (the driver ends the run there), so Postgres has no cycle to break.
+        still = [
+            i
+            for i, (st, a) in enumerate(zip(sc.steps, run.answers, strict=True))
+            if st.action == "want" and not (a.left_waiting or (run.timed_out and a.waited))
+        ]
+        for i in still:
+            verdict.differences.append(
+                f"step {i + 1} ({sc.steps[i].describe(sc.sessions)}) did not wait to the end: "
+                "something let it through"
+            )
+        if not still:
+            verdict.answer = HANG
+        return
     if run.timed_out:
         verdict.differences.append(
             "no answer within the time limit: the sessions were still waiting (cancelled)"

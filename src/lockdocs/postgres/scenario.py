@@ -8,11 +8,20 @@ session holds is a row of its own, so only the reported locks meet. A cycle thro
 queue (LD201 with a "(queue)" hop) gets one more session, the transaction whose hold of the row
 makes the later request wait, and its asks start with the one first in the queue.
 
+An in-process (memory) lock lives in the application, where Postgres cannot see it. Its
+stand-in is a session advisory lock, held on a connection of the session's own (`T1.app`),
+and asked for on a third one that holds nothing (`T1.wait`): the server sees who holds it, but
+not that the session waiting for it is the one it waits for elsewhere, just as it cannot see
+the application's lock. A cycle through one is then a hang, as in production: every session waits
+for one that is idle, and nothing breaks the cycle.
+
 The expected answer: 40P01 (deadlock detected), or 55P03 when a transaction kind on the cycle
 bounds its waits by a lock_timeout shorter than the deadlock_timeout assumed for production
 (1 s, Postgres's default), since that wait ends before the deadlock detector runs. Two
 upgrades of one heavyweight lock (advisory, table) are found by Postgres's early check the
-moment the second one asks, whatever the timeouts.
+moment the second one asks, whatever the timeouts. A cycle through an in-process lock is
+`hang`: no error, every ask still waiting, unless a lock_timeout on one of its database waits
+ends it (55P03).
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from lockdocs.postgres import statements as sq
 
 PRODUCTION_DEADLOCK_TIMEOUT_MS = 1000
 HEAVYWEIGHT = ("advisory", "table", "memory")
+HANG = "hang"  # the expected answer of a cycle Postgres cannot see
 
 
 @dataclass(frozen=True)
@@ -217,6 +227,25 @@ def from_finding(model: m.Model, d: Diagnostic, schema: str | None = None) -> Sc
             if step.target.stand_in:
                 stand_ins.append(f"{step.target.lock}: {step.target.stand_in}")
 
+    # The connections of in-process locks: per session, one that holds them and one that asks,
+    # numbered after the cycle's sessions and the queue's.
+    extra: list[Session] = []
+    helpers: dict[tuple[int, str], int] = {}
+    helper_sessions: list[Session] = []
+    first_helper = k + sum(1 for h in proof.hops if h.queued_by is not None)
+
+    def on(i: int, lock_id: str, action: str) -> int:
+        """The session that takes (holds) or asks for `lock_id` for session i: itself, or for
+        an in-process lock a connection of its own."""
+        if lock_kind(model, lock_id, backend) != "memory":
+            return i
+        if (i, action) not in helpers:
+            helpers[(i, action)] = first_helper + len(helper_sessions)
+            base = (*sessions, *extra)[i]
+            mark = ".app" if action == "take" else ".wait"
+            helper_sessions.append(Session(base.name + mark, base.path))
+        return helpers[(i, action)]
+
     for i, h in enumerate(proof.hops):
         for held in h.held:
             mode = _mode_on(model, held.lock, held.mode, backend)
@@ -225,10 +254,19 @@ def from_finding(model: m.Model, d: Diagnostic, schema: str | None = None) -> Sc
             # it is granted like a plain take).
             option = "skip locked" if held.maybe else None
             t, stmt = _take(model, backend, held.lock, mode, n, schema, option)
-            add(Step(i, "take", held.lock, mode, t, stmt, line=held.acquired_at))
+            add(
+                Step(
+                    on(i, held.lock, "take"),
+                    "take",
+                    held.lock,
+                    mode,
+                    t,
+                    stmt,
+                    line=held.acquired_at,
+                )
+            )
     # A row's queue: the transaction whose hold makes a later request wait (and so queue behind
     # the hop first in the queue) is a session of its own, holding the row before the asks.
-    extra: list[Session] = []
     for i, h in enumerate(proof.hops):
         by = h.queued_by
         if by is None:
@@ -242,7 +280,17 @@ def from_finding(model: m.Model, d: Diagnostic, schema: str | None = None) -> Sc
             else:
                 n = inst.get(held.lock, f"{held.instance}@queue", j)
             t, stmt = _take(model, backend, held.lock, mode, n, schema)
-            add(Step(j, "take", held.lock, mode, t, stmt, line=held.acquired_at))
+            add(
+                Step(
+                    on(j, held.lock, "take"),
+                    "take",
+                    held.lock,
+                    mode,
+                    t,
+                    stmt,
+                    line=held.acquired_at,
+                )
+            )
     # The asks in cycle order; with a queue, the hop first in it asks first (a request queues
     # only behind a waiter already there).
     first = next((i for i, h in enumerate(proof.hops) if h.queued_by is not None), 0)
@@ -254,8 +302,14 @@ def from_finding(model: m.Model, d: Diagnostic, schema: str | None = None) -> Sc
             n = cycle[i] if proof.kind == "upgrade" else cycle[(i + 1) % k]
         mode = _mode_on(model, h.wants, h.wanted_mode, backend)
         t, stmt = _take(model, backend, h.wants, mode, n, schema)
-        add(Step(i, "want", h.wants, mode, t, stmt, location=h.location))
-    sessions = (*sessions, *extra)
+        add(Step(on(i, h.wants, "want"), "want", h.wants, mode, t, stmt, location=h.location))
+    if helper_sessions:
+        stand_ins.append(
+            "in-process locks are held on a connection of the session's own (T1.app) and asked "
+            "for on a third (T1.wait), so the server cannot see who waits for whom there, as it "
+            "cannot see the application's lock"
+        )
+    sessions = (*sessions, *extra, *helper_sessions)
     expected, why = _expectation(model, proof, sessions, backend)
     return Scenario(
         **base,  # type: ignore[arg-type]
@@ -272,6 +326,26 @@ def from_finding(model: m.Model, d: Diagnostic, schema: str | None = None) -> Sc
 def _expectation(
     model: m.Model, proof: Proof, sessions: tuple[Session, ...], backend: str | None
 ) -> tuple[str, str]:
+    unseen = sorted({h.wants for h in proof.hops if lock_kind(model, h.wants, backend) == "memory"})
+    if unseen:
+        # Postgres sees part of the cycle only: a lock_timeout on a database wait ends it
+        timed = [
+            s
+            for s, h in zip(sessions, proof.hops, strict=False)
+            if s.lock_timeout_ms and h.wants not in unseen
+        ]
+        if timed:
+            s = min(timed, key=lambda x: x.lock_timeout_ms)
+            return "55P03", (
+                f"a hang through {', '.join(unseen)}, which Postgres cannot see; only "
+                f"{s.name}'s lock_timeout ({s.lock_timeout}) ends it"
+            )
+        what = (
+            f"{unseen[0]}, an in-process lock"
+            if len(unseen) == 1
+            else f"{', '.join(unseen[:-1])} and {unseen[-1]}, in-process locks"
+        )
+        return HANG, f"the cycle runs through {what} Postgres cannot see: nothing breaks it"
     heavy = lock_kind(model, proof.hops[0].holds, backend) in HEAVYWEIGHT
     if proof.kind == "upgrade" and heavy:
         return "40P01", "two upgrades of one lock: Postgres's early deadlock check"

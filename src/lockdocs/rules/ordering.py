@@ -14,7 +14,15 @@ from lockdocs.diagnostics import Diagnostic, Location, Related, Severity
 from lockdocs.rules.context import Context, run_from
 from lockdocs.rules.hints import cycle_hint
 from lockdocs.rules.registry import rule
-from lockdocs.rules.witnesses import hops_of, interleaving, labels, stand_in_lines, where
+from lockdocs.rules.witnesses import (
+    hang_end,
+    hops_of,
+    interleaving,
+    labels,
+    stand_in_lines,
+    unseen_waits,
+    where,
+)
 
 _TWO_ROWS = """\
 lockdocs: 1
@@ -31,6 +39,10 @@ locks:
     table: app.ledgers
     modes: {for no key update: writers}
 """
+
+
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + f" and {names[-1]}"
 
 
 @rule(
@@ -64,7 +76,11 @@ locks:
     why=(
         "Postgres breaks a deadlock by aborting one transaction after deadlock_timeout (40P01), "
         "or, when lock_timeout is shorter, both waits end in 55P03. Either way a request fails "
-        "under load, in a way no single-request test shows."
+        "under load, in a way no single-request test shows. A cycle through an in-process lock "
+        "(kind: memory) is worse: its wait happens in the application, where the deadlock "
+        "detector cannot see it, so nothing breaks the cycle and the requests hang (the "
+        "finding says so, and replay expects a hang, not 40P01); only a lock_timeout on one of "
+        "its database waits, or a timeout the application puts on the in-process wait, ends it."
     ),
     example={
         "locks.yaml": _TWO_ROWS,
@@ -114,8 +130,30 @@ def check_cycles(ctx: Context) -> Iterable[Diagnostic]:
                     f"({e.held_mode}{taken}{earlier}), wants {names[(i + 1) % k]} "
                     f"({e.wanted_mode})"
                 )
+            unseen = unseen_waits(ctx, backend, cycle)
+            hang = ""
+            if unseen:
+                ends = hang_end(ctx, backend, cycle, unseen)
+                waits = _and(unseen)
+                many = len(unseen) > 1
+                hang = (
+                    f"; it hangs: the wait{'s' if many else ''} for {waits} "
+                    f"{'are' if many else 'is'} in the application, where Postgres's deadlock "
+                    "detector cannot see " + ("them" if many else "it")
+                )
+                details.append(
+                    "A hang, not a deadlock: Postgres breaks a cycle only when it sees every "
+                    f"wait on it, and the wait{'s' if many else ''} for {waits} "
+                    f"{'happen' if many else 'happens'} in the application (an in-process "
+                    f"lock); {ends}."
+                )
             details.append("One interleaving:")
-            details.extend("  " + line for line in interleaving(tuple(names), cycle.edges))
+            details.extend(
+                "  " + line
+                for line in interleaving(
+                    tuple(names), cycle.edges, "hang (nothing breaks it)" if unseen else "deadlock"
+                )
+            )
             details.extend(stand_in_lines(ctx, backend, cycle, names))
             paths = tuple(dict.fromkeys(e.path for e in cycle.edges))
             first = cycle.edges[0]
@@ -130,9 +168,16 @@ def check_cycles(ctx: Context) -> Iterable[Diagnostic]:
                 )
                 + " (paths "
                 + ", ".join(paths)
-                + ")",
+                + ")"
+                + hang,
                 first.location,
-                cycle_hint(ctx, cycle),
+                cycle_hint(ctx, cycle)
+                + (
+                    f"; or put a timeout on acquiring {_and(unseen)} in the application, so the "
+                    "hang ends in an error"
+                    if unseen
+                    else ""
+                ),
                 details=tuple(details),
                 paths=paths,
                 locks=cycle.locks,

@@ -42,10 +42,42 @@ def labels(ctx: Context, locks: tuple[str, ...], edges: tuple[Edge, ...]) -> lis
     return out
 
 
-def interleaving(locks: tuple[str, ...], edges: tuple[Edge, ...]) -> list[str]:
-    """A column per transaction, one row per event, ending in the deadlock. A transaction that
-    waits first in a row's queue waits from the start; the one whose hold makes the next
-    request queue gets a column of its own after the cycle's."""
+def unseen_waits(ctx: Context, backend: str | None, cycle: Cycle) -> list[str]:
+    """The locks of the cycle whose waits Postgres cannot see: in-process (memory) locks, whose
+    waiters wait in the application. A cycle with one is a hang: the server's deadlock
+    detector sees only its own waits, so nothing breaks it."""
+    return sorted({e.dst for e in cycle.edges if ctx.lock_kind(e.dst, backend) == "memory"})
+
+
+def hang_end(ctx: Context, backend: str | None, cycle: Cycle, unseen: list[str]) -> str:
+    """How a hang ends: the shortest lock_timeout of a database wait on the cycle, or never."""
+    bounds: list[tuple[int, str, str]] = []
+    for e in cycle.edges:
+        if e.dst in unseen:
+            continue
+        tk = ctx.model.transactions.get(e.txkind) if e.txkind else None
+        if tk and tk.lock_timeout:
+            bounds.append((_ms(tk.lock_timeout), tk.lock_timeout, e.path))
+    if not bounds:
+        return "nothing ends it but a timeout in the application or a restart"
+    _, timeout, path = min(bounds)
+    return f"only the lock_timeout of '{path}' ({timeout}) ends it, with 55P03"
+
+
+def _ms(text: str) -> int:
+    for unit, factor in (("ms", 1), ("min", 60_000), ("s", 1000)):
+        if text.endswith(unit) and text[: -len(unit)].isdigit():
+            return int(text[: -len(unit)]) * factor
+    return 0
+
+
+def interleaving(
+    locks: tuple[str, ...], edges: tuple[Edge, ...], end: str = "deadlock"
+) -> list[str]:
+    """A column per transaction, one row per event, ending in the deadlock (or the hang, for a
+    cycle Postgres cannot see). A transaction that waits first in a row's queue waits from the
+    start; the one whose hold makes the next request queue gets a column of its own after the
+    cycle's."""
     k = len(edges)
     heads = [f"T{i + 1} ({e.path})" for i, e in enumerate(edges)]
     extra = {i: len(heads) + n for n, i in enumerate(i for i, e in enumerate(edges) if e.queued)}
@@ -74,7 +106,7 @@ def interleaving(locks: tuple[str, ...], edges: tuple[Edge, ...]) -> list[str]:
         if edges[nxt].queued:
             row[i] += f", queues behind T{nxt + 1}"
         if n == len(order) - 1:
-            row[i] += ": deadlock"
+            row[i] += f": {end}"
         elif edges[nxt].queued:
             pass
         else:
