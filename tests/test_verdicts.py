@@ -64,7 +64,52 @@ def _claim(mode: str, claimed: bool) -> Spec:
     return Spec((job,), (Path("claim", (claim, update)),))
 
 
+_LINES = ("account_id", "currency", "journal_id")
+
+
+def _ledger(sort: tuple[str, ...]) -> Spec:
+    """Shape 1 with advisory locks: the lines' account lock shared and balance lock exclusive,
+    the lines sorted by `sort`; close takes accounts exclusive in ascending order."""
+    account = Lock("account", "advisory", False, ("shared", "exclusive"), key=("account_id",))
+    balance = Lock(
+        "balance", "advisory", False, ("exclusive",), key=("journal_id", "account_id", "currency")
+    )
+    post = Loop(
+        "sorted",
+        (Take("account", "shared"), Take("balance", "exclusive")),
+        columns=_LINES,
+        sort=sort,
+    )
+    close = Loop("sorted", (Take("account", "exclusive"),), columns=("account_id",))
+    return Spec(
+        (account, balance),
+        (Path("post", (post,)), Path("close", (close,))),
+        columns=(("account_id", (1, 2)), ("currency", (1, 2)), ("journal_id", (1,))),
+    )
+
+
+def _ledger_rows() -> Spec:
+    """Shape 1 with row locks keyed by instances: {key: ...}."""
+    account = Lock("account", "row", False, (KS, UPD), key=("account_id",))
+    balance = Lock("balance", "row", False, (NKU,), key=("account_id", "currency"))
+    post = Loop(
+        "sorted", (Take("account", KS), Take("balance", NKU)), columns=("account_id", "currency")
+    )
+    close = Loop("sorted", (Take("account", UPD),), columns=("account_id",))
+    return Spec(
+        (account, balance),
+        (Path("post", (post,)), Path("close", (close,))),
+        columns=(("account_id", (1, 2)), ("currency", (1, 2))),
+    )
+
+
 CASES: dict[str, Spec] = {
+    # shape 1: instances tied to the iteration, whose order refines the lock's
+    "silent-keyed-instances-follow-the-sort": _ledger(_LINES),
+    "report-keyed-instances-sorted-by-another-column": _ledger(
+        ("currency", "account_id", "journal_id")
+    ),
+    "silent-keyed-rows-follow-the-sort": _ledger_rows(),
     # shape 5: a fixed key is one lock, whatever computes it
     "silent-fixed-application-key-gates": _migrations(singleton=True),
     "report-application-key-family-does-not-gate": _migrations(singleton=False),
@@ -212,3 +257,24 @@ def test_a_comma_inside_a_flow_mapping_points_at_the_yaml(tmp_path: FsPath) -> N
             "its own",
         ),
     ]
+
+
+def test_a_31_bit_key_fills_a_31_bit_range(tmp_path: FsPath) -> None:
+    """Item 8: LD104 names the range a bits: 31 family fills (before: '32-bit families')."""
+    (tmp_path / "paths").mkdir()
+    (tmp_path / "locks.yaml").write_text(
+        "lockdocs: 1\npage: {title: Keys}\nlocks:\n"
+        "  job: {title: Job, kind: advisory, key: {application: {function: jobKey, algorithm: "
+        "crc32, bits: 31, signed: false, prefix: 'job:', parts: [job_id]}}}\n"
+        "  deploy: {title: Deploy, kind: advisory, key: {constant: {value: 12345}}}\n"
+    )
+    (tmp_path / "paths" / "p.yaml").write_text(
+        "group: G\npaths:\n  run: {title: Run, steps: [{take: job}, {take: deploy}]}\n"
+    )
+    model, diags = api.load(tmp_path)
+    assert model is not None, diags
+    (found,) = [(d.message, d.hint) for d in api.analyse(model) if d.code == "LD104"]
+    assert found == (
+        "constant key of deploy (12345) lies in the range that 31-bit families (job) fill",
+        "use a constant outside [0, 2^31), or a hashtextextended fixed name",
+    )

@@ -150,6 +150,7 @@ class _Compiler:
     def __init__(self, spec: Spec) -> None:
         self.spec = spec
         self.lock_index = {lk.name: i for i, lk in enumerate(spec.locks)}
+        self.row_loops: list[Loop] = []
 
     def compile(self, path: Path) -> list[tuple[object, ...]]:
         code: list[tuple[object, ...]] = []
@@ -185,6 +186,9 @@ class _Compiler:
                 code.append(("acq", li, st.mode, ref, st.option or "", under))
             elif isinstance(st, Loop):
                 by = self.lock_index[st.by] if st.by is not None else -1
+                if st.columns:
+                    by = -2 - len(self.row_loops)  # a loop over rows: its element is a row
+                    self.row_loops.append(st)
                 code.append(("loop_start", st.order, by))
                 nxt = len(code)
                 code.append(("loop_next", -1))  # patched below
@@ -248,6 +252,7 @@ class Explorer:
         comp = _Compiler(spec)
         self.paths = list(spec.paths)
         self.code = [comp.compile(p) for p in self.paths]
+        self._columns(spec, comp.row_loops)
         self.kinds = [lk.kind for lk in spec.locks]
         self.keep = [lk.held_across_commit for lk in spec.locks]
         self.singleton = [lk.singleton for lk in spec.locks]
@@ -276,6 +281,53 @@ class Explorer:
             "sorted": subsets,
             "arbitrary": [p for s in subsets for p in itertools.permutations(s)],
         }
+
+    def _columns(self, spec: Spec, row_loops: list[Loop]) -> None:
+        """Keyed classes and loops over rows (issue 24): each keyed class's instances are the
+        tuples of its columns' values, numbered from 1; each row loop's rows are the tuples of
+        its columns' values, and its orders every subset of them, sorted or in any order."""
+        values = dict(spec.columns)
+        dom = tuple(self.opt.domain)
+        self.inst_domain = [dom for _ in spec.locks]
+        self.keyed: list[dict[tuple[int, ...], int]] = [{} for _ in spec.locks]
+        for li, lk in enumerate(spec.locks):
+            if lk.key and not lk.singleton:
+                tuples = itertools.product(*(values.get(c, dom) for c in lk.key))
+                self.keyed[li] = {t: n + 1 for n, t in enumerate(tuples)}
+                self.inst_domain[li] = tuple(range(1, len(self.keyed[li]) + 1))
+        self.rows: list[tuple[tuple[str, ...], list[tuple[int, ...]]]] = []
+        self.row_orders: list[list[tuple[int, ...]]] = []
+        for loop in row_loops:
+            rows = list(itertools.product(*(values.get(c, dom) for c in loop.columns)))
+            self.rows.append((loop.columns, rows))
+            sort = [loop.columns.index(c) for c in (loop.sort or loop.columns)]
+            orders: list[tuple[int, ...]] = []
+            for r in range(len(rows) + 1):
+                for subset in itertools.combinations(range(len(rows)), r):
+                    if loop.order != "sorted":
+                        orders.extend(itertools.permutations(subset))
+                        continue
+                    groups: dict[tuple[int, ...], list[int]] = {}
+                    for i in subset:
+                        groups.setdefault(tuple(rows[i][k] for k in sort), []).append(i)
+                    ties = [itertools.permutations(groups[g]) for g in sorted(groups)]
+                    orders.extend(
+                        tuple(i for part in parts for i in part)
+                        for parts in itertools.product(*ties)
+                    )
+            self.row_orders.append(orders)
+
+    def _row_instance(self, li: int, by: int, cur: int) -> int | None:
+        """The instance of keyed class li in the current row of row loop `by`, when the row's
+        columns name its key."""
+        if by > -2 or not self.keyed[li]:
+            return None
+        columns, rows = self.rows[-2 - by]
+        key = self.spec.locks[li].key
+        if not set(key) <= set(columns):
+            return None
+        row = rows[cur]
+        return self.keyed[li][tuple(row[columns.index(c)] for c in key)]
 
     # -- one transaction on its own ------------------------------------------------------------
 
@@ -306,9 +358,11 @@ class Explorer:
             return out
         if op == "loop_start":
             _, order, by = ins
+            assert isinstance(by, int)
+            choices = self.row_orders[-2 - by] if by <= -2 else self.loop_orders[str(order)]
             return [
                 (pi, pc + 1, labels, (*loops, (elems, 0, by, self.no_choice)), held, ())
-                for elems in self.loop_orders[str(order)]
+                for elems in choices
             ]
         if op == "loop_next":
             remaining, _cur, by, _choice = loops[-1]
@@ -407,11 +461,15 @@ class Explorer:
             remaining, cur, by, choice = loops[-1]
             if by == li:
                 return [(int(cur), labels, loops)]
+            assert isinstance(by, int)
+            row = self._row_instance(li, by, int(cur))
+            if row is not None:
+                return [(row, labels, loops)]
             assert isinstance(choice, tuple)
             if choice[li]:
                 return [(choice[li], labels, loops)]
             out = []
-            for d in self.opt.domain:
+            for d in self.inst_domain[li]:
                 frame = (remaining, cur, by, (*choice[:li], d, *choice[li + 1 :]))
                 out.append((d, labels, (*loops[:-1], frame)))
             return out
@@ -422,14 +480,14 @@ class Explorer:
             other = labels[4 * li + (1 - LABELS.index(ref))]
             return [
                 (d, (*labels[:k], d, *labels[k + 1 :]), loops)
-                for d in self.opt.domain
+                for d in self.inst_domain[li]
                 if d != other
             ]
         # default: the transaction's one instance of the class, chosen once (any instance)
         k = 4 * li + 2
         if labels[k]:
             return [(labels[k], labels, loops)]
-        return [(d, (*labels[:k], d, *labels[k + 1 :]), loops) for d in self.opt.domain]
+        return [(d, (*labels[:k], d, *labels[k + 1 :]), loops) for d in self.inst_domain[li]]
 
     def _releases(self, t: Local) -> bool:
         """Is the transaction's next step a commit or its end while it holds a lock? Such a

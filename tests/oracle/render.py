@@ -25,7 +25,9 @@ import yaml
 from .spec import Branch, Call, Commit, Loop, Set, Spec, Step, Take
 
 
-def sorted_order(lock: str) -> str:
+def sorted_order(lock: str, key: tuple[str, ...] = ()) -> str:
+    if key:
+        return f"ascending ({', '.join(key)})"
     return f"ascending {lock} id"
 
 
@@ -36,11 +38,15 @@ def _lock(
     modes: tuple[str, ...],
     scope: str,
     within: str | None = None,
+    key: tuple[str, ...] = (),
 ) -> dict:
     out: dict[str, object] = {"title": lk_name.upper(), "kind": kind}
     if kind == "advisory":
         if singleton:
             out["key"] = {"hashtextextended": {"text": lk_name}}
+        elif key:
+            parts = [f"{c}::text" for c in key]
+            out["key"] = {"hashtextextended": {"prefix": f"{lk_name}:", "parts": parts}}
         else:
             out["key"] = {"hashtextextended": {"prefix": f"{lk_name}:", "parts": ["id"]}}
         if scope != "transaction":
@@ -57,9 +63,11 @@ def _lock(
     else:  # pragma: no cover
         raise ValueError(kind)
     if not singleton:
-        out["instances"] = {"order": sorted_order(lk_name)}
+        out["instances"] = {"order": sorted_order(lk_name, key)}
         if within:
-            out["instances"] = {"order": sorted_order(lk_name), "within": within}
+            out["instances"] = {"order": sorted_order(lk_name, key), "within": within}
+        if key and kind != "advisory":
+            out["instances"]["key"] = list(key)
     out["modes"] = dict.fromkeys(modes, "takers")
     return out
 
@@ -80,6 +88,12 @@ def _step(st: Step) -> object:
         if st.claimed:
             d["claimed"] = True
         return d
+    if isinstance(st, Loop) and st.columns:
+        return {
+            "loop": "each row",
+            "order": sorted_order("", st.sort or st.columns) if st.order == "sorted" else "none",
+            "steps": [_step(s) for s in st.body],
+        }
     if isinstance(st, Loop):
         sorted_by = st.order == "sorted" and st.by is not None
         return {
@@ -114,7 +128,7 @@ def _step(st: Step) -> object:
 def render(spec: Spec) -> dict[str, str]:
     """File name -> text."""
     locks = {
-        lk.name: _lock(lk.name, lk.kind, lk.singleton, lk.modes, lk.scope, lk.within)
+        lk.name: _lock(lk.name, lk.kind, lk.singleton, lk.modes, lk.scope, lk.within, lk.key)
         for lk in spec.locks
     }
     locks_doc = {"lockdocs": 1, "page": {"title": "Oracle"}, "locks": locks}

@@ -35,6 +35,10 @@ class Lock:
     # Each instance belongs to one instance of this other class (a job to its run): the
     # instances of this class under parent p are its own, shared with no other parent.
     within: str | None = None
+    # The columns that name an instance (issue 24): its instances are the tuples of their values
+    # (Spec.columns), and inside a loop over rows with those columns a take is the current
+    # row's.
+    key: tuple[str, ...] = ()
 
     @property
     def held_across_commit(self) -> bool:
@@ -91,6 +95,12 @@ class Loop:
     order: str  # sorted | arbitrary
     body: tuple[Step, ...]
     by: str | None = None  # the class whose instances are the elements
+    # A loop over rows (issue 24): any subset of the rows that these columns' values make
+    # (Spec.columns), visited sorted by `sort` (lexicographically, rows equal on it in any
+    # order; all the columns by default) or in any order. A take of a class keyed by some of
+    # these columns is the current row's instance.
+    columns: tuple[str, ...] = ()
+    sort: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -127,6 +137,8 @@ class Spec:
     locks: tuple[Lock, ...]
     paths: tuple[Path, ...]
     note: str = field(default="", compare=False)
+    # the values of each column keyed classes and row loops use (issue 24)
+    columns: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
     def lock(self, name: str) -> Lock:
         for lk in self.locks:

@@ -152,7 +152,25 @@ class Compiler:
         )
         if loop.order is not None and element is not None:
             return subsets
+        if self.sorted_by_key(loop):
+            return subsets
         return [p for s in subsets for p in itertools.permutations(s)]
+
+    def sorted_by_key(self, loop: m.Loop) -> bool:
+        """A loop over rows sorted first by the columns a lock taken in its body is keyed by
+        (`order: ascending (account_id, currency)`, the lock keyed by account_id): the rows'
+        leading column is modelled as the element, so they come in ascending element order,
+        and every lock of the body is that row's (the other columns hold one value each)."""
+        lead = _columns(loop.order)
+        if not lead:
+            return False
+        for s in loop.steps:
+            if isinstance(s, m.Take) and s.instance is None and not s.again:
+                lock = self.model.locks[s.lock]
+                key = _columns(lock.instance_order) or lock.columns
+                if lock.columns and key and lead[: len(key)] == tuple(key):
+                    return True
+        return False
 
     def target(self, lock_id: str, instance: int) -> sq.Target:
         return sq.target(self.model.locks[lock_id], self.kind(lock_id), instance)
@@ -258,6 +276,16 @@ class Compiler:
                 s.held[key] = step.mode
             out.append(s)
         return out
+
+
+def _columns(order: str | None) -> tuple[str, ...]:
+    """The columns of an order written `ascending (a, b)` or `ascending a`; () for prose."""
+    head, _, rest = (order or "").strip().partition(" ")
+    if head != "ascending":
+        return ()
+    names = rest.strip().strip("()").split(",")
+    cols = tuple(n.strip() for n in names)
+    return cols if all(c.replace("_", "a").isalnum() for c in cols) else ()
 
 
 def _covers(kind: str, held: str, wanted: str) -> bool:

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lockdocs.analysis.columns import same_order
 from lockdocs.analysis.facts import Facts as Context
 from lockdocs.analysis.gates import gate, representatives, waits
 from lockdocs.analysis.graph import Edge, LockGraph
-from lockdocs.analysis.search import Search
+from lockdocs.analysis.search import Order, Search, closes, forward
 
 # States one search (one starting hop) may visit unless locks.yaml says otherwise (`limits:
 # {cycle_search: N}`), and all searches of one graph together (ten times that).
@@ -141,10 +142,13 @@ def instance_clashes(ctx: Context, graph: LockGraph) -> list[InstanceClash]:
             continue
         reps = representatives(edges, ctx)
         reported: set[str] = set()
+        declared = ctx.model.locks[src].instance_order
         for e in edges:
-            if e.ordered or e.path in reported:
-                continue
+            if e.path in reported or (e.ordered and same_order(e.sorted_by, declared)):
+                continue  # in the lock's declared order: never the one to blame
             for f in reps:
+                if e.ordered and f.ordered and same_order(e.sorted_by, f.sorted_by):
+                    continue  # two runs in one order never take two instances the other way
                 if not (waits(ctx, e, f) and waits(ctx, f, e)):
                     continue
                 if gate(ctx, e, f):
@@ -162,6 +166,16 @@ __all__ = [
     "find_cycles",
     "instance_clashes",
 ]
+
+
+def _still_closes(c: Edge, others: list[Edge]) -> bool:
+    """Does the cycle still close with `c` in the place of one hop? Not when every hop then
+    moves forward on one dimension, one strictly (see search.closes)."""
+    state: Order | None = None
+    for e in (c, *others):
+        hop = None if e.upgrade_from or e.queued else frozenset((d, r == "<") for d, r in e.dims)
+        state = forward(state, hop)
+    return closes(state)
 
 
 def stand_ins(ctx: Context, graph: LockGraph, cycle: Cycle) -> list[list[Edge]]:
@@ -184,6 +198,7 @@ def stand_ins(ctx: Context, graph: LockGraph, cycle: Cycle) -> list[list[Edge]]:
             if waits(ctx, c, nxt)
             and waits(ctx, prev, c)
             and not any(gate(ctx, c, o) for o in others)
+            and _still_closes(c, others)
         ]
         out.append(found or [e])
     return out

@@ -23,6 +23,8 @@ class Facts:
     model: m.Model
     _events: dict[str | None, list[Event]] = field(default_factory=dict)
     _refusals: dict[str | None, list[Refusal]] = field(default_factory=dict)
+    # each loop's order by its id, over every backend walked (see WalkBase.loop_orders)
+    loop_orders: dict[str, str | None] = field(default_factory=dict)
     # Singleton guards of a held set, by the held set's id (kept beside its result, so the id
     # cannot be reused while cached): gate checks ask for them constantly.
     guard_cache: dict[int, tuple[tuple[Held, ...], dict[str, str]]] = field(default_factory=dict)
@@ -57,6 +59,7 @@ class Facts:
             done = flatten_all(self.model, backend)
             self._events[backend] = done.events
             self._refusals[backend] = done.refusals
+            self.loop_orders.update(done.loop_orders)
         return self._events[backend]
 
     def refusals(self, backend: str | None) -> list[Refusal]:

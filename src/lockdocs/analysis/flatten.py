@@ -26,7 +26,7 @@ held), takes.py (taking locks, with the instance rules) and this module (the wal
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lockdocs import model as m
@@ -93,6 +93,7 @@ class Flattener(Takes):
                 if isinstance(step, m.Loop):
                     site = f"{'/'.join(frame.sites)}>" if frame.sites else ""
                     loop_id = f"{path.id}@{site}{step.location.line}"
+                    self.loop_orders[loop_id] = step.order
                     looped = (*frame.loops, LoopFrame(loop_id, step.order, self.element(step)))
                     second = replace(frame, loops=looped, iteration=(*frame.iteration, "2"))
                     stack.append(("join", cur))
@@ -198,6 +199,7 @@ def backends(model: m.Model) -> tuple[str | None, ...]:
 class Flattened:
     events: list[Event]
     refusals: list[Refusal]
+    loop_orders: dict[str, str | None] = field(default_factory=dict)
 
 
 def flatten_all(model: m.Model, backend: str | None = None, only: str | None = None) -> Flattened:
@@ -221,7 +223,7 @@ def flatten_all(model: m.Model, backend: str | None = None, only: str | None = N
                 total = TOTAL_FACTOR * model.limits.path_work
                 refusals.append(Refusal(pid, path.location, f.units, total, "total"))
             break
-    return Flattened(f.events, refusals)
+    return Flattened(f.events, refusals, f.loop_orders)
 
 
 def flatten(model: m.Model, backend: str | None = None, only: str | None = None) -> list[Event]:

@@ -61,6 +61,8 @@ def _signature(e: Edge, ctx: Context) -> tuple[object, ...]:
         guards,
         e.wanted_parent,
         e.held_parent,
+        e.sorted_by,
+        e.dims,
     )
 
 

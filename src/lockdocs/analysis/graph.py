@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, TypeVar
 
 from lockdocs import model as m
+from lockdocs.analysis.columns import dimension_columns, dimension_of, dimensions
 from lockdocs.analysis.events import Event, Held
 from lockdocs.analysis.facts import Facts
 from lockdocs.diagnostics import Location
+from lockdocs.modes import covers
 
 T = TypeVar("T", int, str)
 
@@ -61,6 +63,14 @@ class Edge(NamedTuple):
     # parent's child, so where both hold that parent in conflicting modes it cannot happen.
     wanted_parent: str | None = None
     held_parent: str | None = None
+    # For a sorted self-edge (ordered): the order its run follows (the lock's declared order,
+    # or the one a keyed lock follows in a loop sorted by its columns; see analysis/columns).
+    sorted_by: str = ""
+    # What the held and the wanted instance are to each other on each dimension (a column
+    # tuple a sort says something about): "<" the wanted one comes later, "<=" not earlier.
+    # A cycle whose every hop moves forward on one dimension, one of them strictly, cannot
+    # close (analysis/search.py).
+    dims: tuple[tuple[str, str], ...] = ()
 
     def sort_key(self) -> tuple[str, int, int, str, str]:
         return (self.location.file, self.location.line, self.location.column, self.src, self.dst)
@@ -128,15 +138,17 @@ def _edges_of(ev: Event, ctx: Facts, backend: str | None) -> list[Edge]:
         # of a loop over the lock's elements in its declared order, or two named instances, the
         # later taken with that order. Anything else (an instance held from before the loop, a
         # second run of the loop, another lock's instances across iterations) is not.
-        ordered = h.lock == ev.lock and (
-            (h.run != "" and h.run == ev.run)
-            or (
-                _named(h.instance)
-                and _named(ev.instance)
-                and ev.order is not None
-                and ev.order == lock.instance_order
-            )
+        by_run = h.lock == ev.lock and h.run != "" and h.run == ev.run
+        ordered = by_run or (
+            h.lock == ev.lock
+            and _named(h.instance)
+            and _named(ev.instance)
+            and ev.order is not None
+            and ev.order == lock.instance_order
         )
+        sorted_by = ""
+        if ordered:
+            sorted_by = ev.run.partition("|")[2] if by_run else lock.instance_order or ""
         # (positional: there is one edge per held lock per take)
         e = Edge(
             h.lock, ev.lock, ev.path, ev.location, h.mode, ev.mode, ev.held, ordered,
@@ -144,8 +156,60 @@ def _edges_of(ev: Event, ctx: Facts, backend: str | None) -> list[Edge]:
             ev.through, h.acquired_at, upgrade_from, never_waits, h.maybe, h.instance,
             ev.instance, bool(ev.loops) and _earlier_iteration(h.instance, ev.loops),
         )  # fmt: skip
+        if ordered or (h.instance and ev.instance and "#" in ev.instance):
+            dims = _dims(ctx, ev, h, sorted_by, backend)
+            if dims or sorted_by:
+                e = e._replace(sorted_by=sorted_by, dims=dims)
         out.append(_with_parents(e, ev, h, ctx) if parents else e)
     return out
+
+
+def _loop_vector(instance: str) -> tuple[str, tuple[str, ...]] | None:
+    """(loop id, iteration per enclosing loop) of a loop's instance; None for any other (a
+    named one, the path's one, an earlier iteration of a nested loop's summary)."""
+    loop, sep, vector = instance.rpartition("#")
+    if not sep or not vector or "*" in vector:
+        return None
+    return loop, tuple(vector.split("."))
+
+
+def _dims(
+    ctx: Facts, ev: Event, h: Held, sorted_by: str, backend: str | None
+) -> tuple[tuple[str, str], ...]:
+    """What the held and the wanted instance are to each other on each dimension: a sorted
+    run's wait is for a later instance of its order (strictly, unless the wait may be an
+    upgrade of one instance); two keyed instances of one loop run, the held one from this
+    iteration or an earlier one, are not later on the leading columns of the loop's sort that
+    both keys name; strictly later on the wanted lock's whole key when the path still holds the
+    wanted lock's instance of the held one's iteration (an equal key would be that instance,
+    already held: no wait)."""
+    out: dict[str, str] = {}
+    if sorted_by:
+        dim = dimension_of(sorted_by)
+        if dim is not None:
+            kind = ctx.lock_kind(ev.lock, backend)
+            out[dim] = "<" if covers(kind, (h.mode,), ev.mode) else "<="
+    held, wanted = _loop_vector(h.instance), _loop_vector(ev.instance)
+    if held is not None and wanted is not None and held[0] == wanted[0]:
+        (loop, vh), (_, vw) = held, wanted
+        if len(vh) == len(vw) and vh[:-1] == vw[:-1] and vh[-1] <= vw[-1]:
+            locks = ctx.model.locks
+            wanted_key = set(locks[ev.lock].columns)
+            kind = ctx.lock_kind(ev.lock, backend)
+            mine = h.instance  # the wanted lock's instance of the held one's iteration
+            holds_it = any(
+                g.lock == ev.lock
+                and g.instance == mine
+                and not g.maybe
+                and covers(kind, (g.mode,), ev.mode)
+                for g in ev.held
+            )
+            for dim in dimensions(
+                ctx.loop_orders.get(loop), locks[h.lock].columns, locks[ev.lock].columns
+            ):
+                whole = dimension_columns(dim) == wanted_key
+                out.setdefault(dim, "<" if holds_it and whole else "<=")
+    return tuple(sorted(out.items()))
 
 
 def build_graph(ctx: Facts, backend: str | None = None) -> LockGraph:

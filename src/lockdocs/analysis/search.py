@@ -18,6 +18,28 @@ from lockdocs.analysis.graph import Edge, LockGraph, strongly_connected
 from lockdocs.analysis.queues import queue_hops
 from lockdocs.modes import conflicts
 
+# Per dimension a hop moves forward on, whether strictly (Edge.dims): a frozenset of
+# (dimension, strict) pairs.
+Order = frozenset[tuple[str, bool]]
+
+
+def forward(state: Order | None, hop: Order | None) -> Order | None:
+    """The dimensions every hop of a walk so far moves forward on, and whether one of them
+    moved strictly; None while the walk has only hops that move on none (upgrades)."""
+    if hop is None:
+        return state
+    if state is None:
+        return hop
+    strict = {d for d, s in (*state, *hop) if s}
+    common = {d for d, _ in state} & {d for d, _ in hop}
+    return frozenset((d, d in strict) for d in common)
+
+
+def closes(state: Order | None) -> bool:
+    """Can a walk with this order state close into a cycle? Not when every hop moved forward
+    on one dimension and one of them strictly: that dimension would have to come back."""
+    return state is None or not any(strict for _, strict in state)
+
 
 class Search:
     """The graph of waits of one lock graph and the searches over it."""
@@ -101,6 +123,13 @@ class Search:
                 cache[same] = found
             self.succ[i] = found
         self._claims: dict[int, frozenset[tuple[str, str]]] = {}
+        # What each hop says about the order of its two instances (Edge.dims); None for a hop
+        # that wants the very instance it stands on (an upgrade, a row's queue), which moves on
+        # no dimension and so is no obstacle on any.
+        self.order: list[Order | None] = [
+            None if e.upgrade_from or e.queued else frozenset((d, r == "<") for d, r in e.dims)
+            for e in reps
+        ]
 
     def _successors(
         self,
@@ -208,7 +237,12 @@ class Search:
         return out
 
     def valid(self, chain: list[int]) -> bool:
-        return not any(self.gated(a, b) for x, a in enumerate(chain) for b in chain[x + 1 :])
+        if any(self.gated(a, b) for x, a in enumerate(chain) for b in chain[x + 1 :]):
+            return False
+        state: Order | None = None
+        for j in chain:
+            state = forward(state, self.order[j])
+        return closes(state)
 
     def shortest(self, start: int, members: set[int], budget: int) -> tuple[list[int] | None, int]:
         """The shortest cycle of waits through `start`, checking gates against `start` only
@@ -246,15 +280,16 @@ class Search:
         claims again with no more hops left: gate-guarded noise then costs about one visit per
         hop and depth. The second value is the number of steps taken, or -1 when the budget
         ran out first."""
-        failed: dict[int, list[tuple[frozenset[tuple[str, str]], int]]] = {}
+        # (the order state is part of what a failure is remembered by: see `forward`)
+        failed: dict[tuple[int, Order | None], list[tuple[frozenset[tuple[str, str]], int]]] = {}
         steps = 0
         for limit in range(max(2, at_least), len(members) + 2):
             cut = False
-            stack: list[list[Any]] = [[start, self._items(start), 0, set()]]
+            stack: list[list[Any]] = [[start, self._items(start), 0, set(), self.order[start]]]
             path = [start]
             while stack:
                 frame = stack[-1]
-                node, claims, i, why = frame
+                node, claims, i, why, state = frame
                 left = limit - len(path)  # hops this walk may still add
                 succ = self.succ[node]
                 if i < len(succ):
@@ -264,7 +299,9 @@ class Search:
                     if steps > budget:
                         return None, -1
                     if m == start:
-                        return list(path), steps
+                        if closes(state):
+                            return list(path), steps
+                        continue  # every hop moves forward on one dimension: it cannot close
                     if m not in members:
                         continue
                     against = self._against(claims, m)
@@ -274,20 +311,25 @@ class Search:
                     if left <= 0:
                         cut = True
                         continue
+                    after = forward(state, self.order[m])
                     known = next(
-                        (c for c, had in failed.get(m, ()) if c <= claims and left - 1 <= had),
+                        (
+                            c
+                            for c, had in failed.get((m, after), ())
+                            if c <= claims and left - 1 <= had
+                        ),
                         None,
                     )
                     if known is not None:
                         why |= known
                         continue
-                    stack.append([m, claims | self._items(m), 0, set()])
+                    stack.append([m, claims | self._items(m), 0, set(), after])
                     path.append(m)
                     continue
                 stack.pop()
                 path.pop()
                 cause = frozenset(why - self._items(node))
-                failed.setdefault(node, []).append((cause, left))
+                failed.setdefault((node, state), []).append((cause, left))
                 if stack:
                     stack[-1][3] |= cause
             if not cut:

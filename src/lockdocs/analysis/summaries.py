@@ -14,9 +14,32 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from lockdocs import model as m
+from lockdocs.analysis.columns import followed, same_order
 from lockdocs.analysis.events import Held
-from lockdocs.analysis.states import Frame
+from lockdocs.analysis.states import Frame, LoopFrame
 from lockdocs.analysis.walkbase import WalkBase
+
+
+def sorted_by(lock: m.Lock, take_order: str | None, loop: LoopFrame) -> str | None:
+    """The order a take's instances follow across the iterations of `loop`, when they form a
+    sorted run: the take's own `order:` or, for the loop's element lock, the loop's, when that
+    is the lock's declared order; or, for a lock keyed by columns, the leading columns of the
+    loop's sort that make up its key (analysis/columns.py). None: in no known order."""
+    if take_order is not None:
+        return lock.instance_order if same_order(take_order, lock.instance_order) else None
+    if lock.columns:
+        eff = followed(loop.order, lock.columns)
+        if eff is not None:
+            return eff.dimension()
+    if lock.id == loop.element and same_order(loop.order, lock.instance_order):
+        return lock.instance_order
+    return None
+
+
+def run_id(loop: LoopFrame, outer: str, order: str) -> str:
+    """One run of a loop's sorted instances (one per iteration of the loops around it), with
+    the order they follow: instances of one run never wait for each other out of order."""
+    return f"{loop.id}#{outer}|{order}"
 
 
 class _Item(NamedTuple):
@@ -243,12 +266,11 @@ class Summaries(WalkBase):
         lf = inner.loops[-1]
         outer = ".".join(inner.iteration[:-1])
         earlier = f"{outer}.1" if outer else "1"
-        run = f"{lf.id}#{outer}"
         out: list[tuple[Held, bool]] = []
         for it in self.summary(loop.steps).added:
             where = it.where.lstrip("~")
             lk = self.model.locks[it.lock]
-            ordered = False
+            run = ""
             if where == "again":
                 instance = ""
             elif where.startswith("="):
@@ -257,8 +279,8 @@ class Summaries(WalkBase):
                 instance = f"{lf.id}#{earlier}*{it.line}"
             else:
                 instance = f"{lf.id}#{earlier}"
-                order = it.order or (lf.order if it.lock == lf.element else None)
-                ordered = order is not None and order == lk.instance_order
-            held = Held(it.lock, it.mode, instance, run if ordered else "", it.line, True)
+                order = sorted_by(lk, it.order, lf)
+                run = run_id(lf, outer, order) if order is not None else ""
+            held = Held(it.lock, it.mode, instance, run, it.line, True)
             out.append((held, where == "again"))
         return tuple(out)

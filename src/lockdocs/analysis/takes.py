@@ -18,7 +18,7 @@ from __future__ import annotations
 from lockdocs import model as m
 from lockdocs.analysis.events import Event, Held
 from lockdocs.analysis.states import Frame, State
-from lockdocs.analysis.summaries import Summaries
+from lockdocs.analysis.summaries import Summaries, run_id, sorted_by
 from lockdocs.diagnostics import Location
 from lockdocs.modes import conflicts, covers, modes_for_kind
 
@@ -70,9 +70,9 @@ class Takes(Summaries):
             return ("^" + parent[1:] if parent else ""), ""
         loop = frame.loops[-1]
         instance = f"{loop.id}#{'.'.join(frame.iteration)}"
-        order = step.order or (loop.order if step.lock == loop.element else None)
-        if order is not None and order == lock.instance_order:
-            return instance, f"{loop.id}#{'.'.join(frame.iteration[:-1])}"
+        order = sorted_by(lock, step.order, loop)
+        if order is not None:
+            return instance, run_id(loop, ".".join(frame.iteration[:-1]), order)
         return instance, ""
 
     def take(self, path: m.Path, st: State, step: m.Take, frame: Frame) -> list[State]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from lockdocs import model as m
+from lockdocs.analysis.columns import key_columns
 from lockdocs.grammar import an
 from lockdocs.keys import resolve_key
 from lockdocs.modes import modes_for_kind
@@ -120,6 +121,7 @@ def resolve_locks(rv: Resolver) -> dict[str, m.Lock]:
             singleton=bool(singleton),
             instance_order=(raw.get("instances") or {}).get("order"),
             within=(raw.get("instances") or {}).get("within"),
+            columns=instance_columns(raw, key, singleton),
             cluster_wide=cluster_wide(rv, lid, kind, raw),
             backends=backends,
             takers=tuple(takers),
@@ -128,6 +130,19 @@ def resolve_locks(rv: Resolver) -> dict[str, m.Lock]:
             issues=tuple(raw.get("issues") or ()),
         )
     return out
+
+
+def instance_columns(raw: dict[str, Any], key: m.Key | None, singleton: object) -> tuple[str, ...]:
+    """The columns one instance is named by: `instances: {key: [...]}`, else the parts of a
+    family key when each part names a column (`account_id::text`); () for prose."""
+    if singleton:
+        return ()
+    declared = (raw.get("instances") or {}).get("key")
+    if declared:
+        return tuple(str(c).strip().lower() for c in declared)
+    if key is not None and key.text is not None and not key.text.fixed:
+        return key_columns(key.text.parts)
+    return ()
 
 
 def check_parents(rv: Resolver, locks: dict[str, m.Lock]) -> None:

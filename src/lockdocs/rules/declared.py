@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from lockdocs.analysis.columns import same_order
 from lockdocs.diagnostics import Diagnostic, Location, Severity
 from lockdocs.model import Rule
 from lockdocs.rules.context import Context, once_per_step
@@ -264,7 +265,7 @@ def sorted_instances(ctx: Context) -> Iterable[Diagnostic]:
             order = ctx.model.locks[lid].instance_order
             seen: set[str] = set()
             for e in graph.by_pair.get((lid, lid), []):
-                if e.ordered or e.path in seen:
+                if (e.ordered and same_order(e.sorted_by, order)) or e.path in seen:
                     continue
                 seen.add(e.path)
                 if e.location in ctx.set_statements:

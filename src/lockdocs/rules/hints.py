@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from lockdocs.analysis.columns import Order, parse_order
+
 if TYPE_CHECKING:
     from lockdocs import model as m
     from lockdocs.analysis.cycles import Cycle
@@ -114,18 +116,54 @@ def _reorder(ctx: Context, cycle: Cycle) -> str:
     return f"make '{chosen.path}' take {chosen.dst} before {chosen.src}{why}"
 
 
-def _across_iterations(cycle: Cycle) -> str:
+def _across_iterations(ctx: Context, cycle: Cycle) -> str:
     """One iteration's lock held while a later iteration takes another lock: the loop's order
     does not order the other lock's instances (two elements can share one), so reordering the
-    two takes in the body does not help; taking them all before the loop does."""
+    two takes in the body does not help; taking them all before the loop does. Unless the
+    loop's rows are sorted by columns that name the wanted lock's instances, but not first:
+    sorting by its order's columns first makes the loop take it in that order."""
     for e in cycle.edges:
         if e.across_iterations and e.src != e.dst:
+            resort = _sort_first(ctx, e)
+            if resort:
+                return resort
             return (
                 f"'{e.path}' still holds {e.src} from an earlier iteration when a later one "
                 f"takes {e.dst}: take every {e.src} it needs before the loop, in {e.src}'s "
                 "declared order"
             )
     return ""
+
+
+def sorted_first(ctx: Context, lock_id: str, loop_order: str | None) -> str | None:
+    """The loop order that would take a keyed lock in its declared order: that order's columns
+    first, then the loop's other columns; None when the loop's columns do not name them, or
+    already sort by them first."""
+    order = parse_order(loop_order)
+    lock = ctx.model.locks[lock_id]
+    wanted = parse_order(lock.instance_order)
+    if order is None or wanted is None or not lock.columns:
+        return None
+    n = len(wanted.columns)
+    if not set(wanted.columns) <= set(order.columns) or order.columns[:n] == wanted.columns:
+        return None
+    rest = [c for c in order.columns if c not in wanted.columns]
+    return Order(wanted.direction, (*wanted.columns, *rest)).dimension()
+
+
+def _sort_first(ctx: Context, e: Edge) -> str:
+    """For a cycle through a later iteration's take of a keyed lock: the sort that fixes it."""
+    loop = e.held_instance.rpartition("#")[0]
+    better = sorted_first(ctx, e.dst, ctx.loop_orders.get(loop))
+    if better is None:
+        return ""
+    order = parse_order(ctx.loop_orders.get(loop))
+    assert order is not None
+    return (
+        f"'{e.path}' walks its rows in {order.dimension()}, so a later iteration's {e.dst} "
+        f"may sort before an earlier one's: sort them by {e.dst}'s order first (order: "
+        f"{better}), and each {e.dst} comes in its declared order"
+    )
 
 
 def _queue(cycle: Cycle) -> str:
@@ -163,7 +201,7 @@ def _set(ctx: Context, cycle: Cycle) -> str:
 
 def cycle_hint(ctx: Context, cycle: Cycle) -> str:
     """The hint of an LD201 finding."""
-    first = _queue(cycle) or _across_iterations(cycle) or _set(ctx, cycle)
+    first = _queue(cycle) or _across_iterations(ctx, cycle) or _set(ctx, cycle)
     parts = [
         p for p in (first, _no_key_update(ctx, cycle), "" if first else _reorder(ctx, cycle)) if p
     ]

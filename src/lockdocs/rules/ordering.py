@@ -12,7 +12,7 @@ from lockdocs.analysis.graph import Edge
 from lockdocs.analysis.proof import proof
 from lockdocs.diagnostics import Diagnostic, Location, Related, Severity
 from lockdocs.rules.context import Context, run_from
-from lockdocs.rules.hints import cycle_hint
+from lockdocs.rules.hints import cycle_hint, sorted_first
 from lockdocs.rules.registry import rule
 from lockdocs.rules.witnesses import (
     hang_end,
@@ -313,6 +313,12 @@ def check_instances(ctx: Context) -> Iterable[Diagnostic]:
                         f"sort them in {lock.instance_order} (ORDER BY in the statement that "
                         f"takes them) and say so with order: {lock.instance_order}, or hold a "
                         "gate lock"
+                    )
+                better = sorted_first(ctx, lock_id, e.order)
+                if better is not None:
+                    hint = (
+                        f"sort the loop's rows by {lock_id}'s order first (order: {better}), so "
+                        f"each {lock_id} comes in {lock.instance_order}; or hold a gate lock"
                     )
                 if e.order == "none" and any(g.lock == lock_id and g.maybe for g in e.guards):
                     hint += (

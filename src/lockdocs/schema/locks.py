@@ -268,7 +268,19 @@ LOCK = obj(
             {
                 "order": string(
                     "The one declared order, e.g. 'ascending pool_id' ('none' is reserved for "
-                    "a loop whose iterations come in no order)."
+                    "a loop whose iterations come in no order). Written as `ascending` or "
+                    "`descending` and a column or a parenthesised list of them, it names "
+                    "columns: a loop sorted by those columns first (`order: ascending "
+                    "(pool_id, tier)`) follows it too."
+                ),
+                "key": strings(
+                    "The columns that name one instance, e.g. [account_id], when the key's "
+                    "parts do not say it (a row lock, prose parts); parts such as "
+                    "`account_id::text` name their columns already. Inside a loop, a take of "
+                    "such a lock is the current row's: two locks that share a column agree on "
+                    "it in one iteration, and a loop sorted by the key's columns first (its "
+                    "`order:` written as `ascending (account_id, currency)`) takes its "
+                    "instances in that order."
                 ),
                 "within": string(
                     "The lock whose instances own this lock's instances: each job belongs to "

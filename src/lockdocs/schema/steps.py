@@ -134,7 +134,11 @@ def step_schema() -> dict[str, Any]:
                 "instances taken in the body come in no known order and may repeat (two "
                 "elements can share one). `none`: the iterations come in no order at all, as "
                 "the rows of one statement without ORDER BY do (`SELECT pg_advisory_xact_lock(k) "
-                "FROM (subquery)`); ORDER BY on the lock's declared order makes it that order."
+                "FROM (subquery)`); ORDER BY on the lock's declared order makes it that order. "
+                "Written as the sort's columns (`ascending (account_id, currency)`), it also "
+                "orders every lock keyed by columns (the key's parts, or instances: {key: ...}) "
+                "taken in the body: each take is the current row's, and a lock whose key is the "
+                "sort's leading columns comes in that order."
             ),
             "note": string("A note."),
             "steps": steps,
