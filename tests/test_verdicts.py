@@ -103,6 +103,14 @@ def _ledger_rows() -> Spec:
     )
 
 
+def _ledger_nested(outer: str) -> Spec:
+    """Shape 1 as nested loops: accounts in `outer` order, each account's lines sorted."""
+    spec = _ledger(_LINES)
+    lines = Loop("sorted", (Take("balance", "exclusive"),), columns=("currency", "journal_id"))
+    post = Loop(outer, (Take("account", "shared"), lines), columns=("account_id",))
+    return Spec(spec.locks, (Path("post", (post,)), spec.paths[1]), columns=spec.columns)
+
+
 CASES: dict[str, Spec] = {
     # shape 1: instances tied to the iteration, whose order refines the lock's
     "silent-keyed-instances-follow-the-sort": _ledger(_LINES),
@@ -110,6 +118,8 @@ CASES: dict[str, Spec] = {
         ("currency", "account_id", "journal_id")
     ),
     "silent-keyed-rows-follow-the-sort": _ledger_rows(),
+    "silent-keyed-instances-in-nested-loops": _ledger_nested("sorted"),
+    "report-keyed-instances-outer-loop-unsorted": _ledger_nested("arbitrary"),
     # shape 5: a fixed key is one lock, whatever computes it
     "silent-fixed-application-key-gates": _migrations(singleton=True),
     "report-application-key-family-does-not-gate": _migrations(singleton=False),

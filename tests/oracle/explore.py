@@ -317,17 +317,23 @@ class Explorer:
                     )
             self.row_orders.append(orders)
 
-    def _row_instance(self, li: int, by: int, cur: int) -> int | None:
-        """The instance of keyed class li in the current row of row loop `by`, when the row's
-        columns name its key."""
-        if by > -2 or not self.keyed[li]:
+    def _row_instance(self, li: int, loops: tuple[tuple[object, ...], ...]) -> int | None:
+        """The instance of keyed class li in the current rows of the loops over rows around
+        the take (an inner loop walks the rows of one outer row: both rows' columns count),
+        when their columns name its key."""
+        if not self.keyed[li]:
             return None
-        columns, rows = self.rows[-2 - by]
+        values: dict[str, int] = {}
+        for frame in loops:
+            by, cur = frame[2], frame[1]
+            assert isinstance(by, int) and isinstance(cur, int)
+            if by <= -2:
+                columns, rows = self.rows[-2 - by]
+                values.update(zip(columns, rows[cur], strict=True))
         key = self.spec.locks[li].key
-        if not set(key) <= set(columns):
+        if not set(key) <= values.keys():
             return None
-        row = rows[cur]
-        return self.keyed[li][tuple(row[columns.index(c)] for c in key)]
+        return self.keyed[li][tuple(values[c] for c in key)]
 
     # -- one transaction on its own ------------------------------------------------------------
 
@@ -462,7 +468,7 @@ class Explorer:
             if by == li:
                 return [(int(cur), labels, loops)]
             assert isinstance(by, int)
-            row = self._row_instance(li, by, int(cur))
+            row = self._row_instance(li, loops) if by <= -2 else None
             if row is not None:
                 return [(row, labels, loops)]
             assert isinstance(choice, tuple)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from lockdocs import model as m
 from lockdocs.modes import conflicts, modes_for_kind
@@ -39,13 +39,20 @@ class _State:
     held: dict[tuple[str, int], str]  # (lock, instance) -> mode
     labels: dict[tuple[str, str], int]  # (lock, instance name) -> instance
     loops: list[int]  # the current element of each enclosing loop
+    # the column each enclosing loop's element stands for (its sort's leading column), if any
+    lead: list[str | None] = field(default_factory=list)
     # (table, write location) of every insert or update in the transaction: a foreign-key
     # re-check (Take.recheck) happens only after another write of its table
     written: frozenset[tuple[str, object]] = frozenset()
 
     def fork(self) -> _State:
         return _State(
-            list(self.actions), dict(self.held), dict(self.labels), list(self.loops), self.written
+            list(self.actions),
+            dict(self.held),
+            dict(self.labels),
+            list(self.loops),
+            list(self.lead),
+            self.written,
         )
 
 
@@ -82,15 +89,18 @@ class Compiler:
             return self.take(step, st)
         if isinstance(step, m.Loop):
             orders = self.loop_orders(step)
+            lead = _columns(step.order)
             out: list[_State] = []
             for elements in orders:
                 states = [st.fork()]
                 for e in elements:
                     for s in states:
                         s.loops.append(e)
+                        s.lead.append(lead[0] if lead else None)
                     states = self.steps(step.steps, states, depth)
                     for s in states:
                         s.loops.pop()
+                        s.lead.pop()
                 out.extend(states)
             return out
         if isinstance(step, m.Branches):
@@ -157,19 +167,22 @@ class Compiler:
         return [p for s in subsets for p in itertools.permutations(s)]
 
     def sorted_by_key(self, loop: m.Loop) -> bool:
-        """A loop over rows sorted first by the columns a lock taken in its body is keyed by
-        (`order: ascending (account_id, currency)`, the lock keyed by account_id): the rows'
-        leading column is modelled as the element, so they come in ascending element order,
-        and every lock of the body is that row's (the other columns hold one value each)."""
-        lead = _columns(loop.order)
-        if not lead:
+        """A loop over rows sorted by columns (`order: ascending (account_id, currency)`) that
+        takes a lock keyed by columns (issue 24): the loop's element stands for the sort's
+        leading column, so the rows come in ascending element order; a keyed take is the
+        row's (the element for the leading column of each enclosing loop, one value for the
+        other columns)."""
+        if not _columns(loop.order):
             return False
-        for s in loop.steps:
-            if isinstance(s, m.Take) and s.instance is None and not s.again:
-                lock = self.model.locks[s.lock]
-                key = _columns(lock.instance_order) or lock.columns
-                if lock.columns and key and lead[: len(key)] == tuple(key):
+        stack = [loop.steps]
+        while stack:
+            for s in stack.pop():
+                if isinstance(s, m.Take) and self.model.locks[s.lock].columns:
                     return True
+                if isinstance(s, m.Loop):
+                    stack.append(s.steps)
+                elif isinstance(s, m.Branches):
+                    stack.extend(alt for _, alt in s.alternatives)
         return False
 
     def target(self, lock_id: str, instance: int) -> sq.Target:
@@ -202,6 +215,11 @@ class Compiler:
                 out.append((d, s))
             return out
         if st.loops and not step.again:
+            if lock.columns:
+                values = {c: e for c, e in zip(st.lead, st.loops, strict=True) if c is not None}
+                return [
+                    (1 + sum((values.get(c, 1) - 1) << i for i, c in enumerate(lock.columns)), st)
+                ]
             return [(st.loops[-1], st)]
         have = sorted({inst for (lk, inst) in st.held if lk == step.lock})
         if step.again and have:

@@ -92,6 +92,25 @@ def same_order(a: str | None, b: str | None) -> bool:
     return pa is not None and pa == pb
 
 
+def nested(orders: tuple[str | None, ...]) -> str | None:
+    """The order of the rows a nest of loops visits, outermost first, when each is sorted by
+    columns in one direction: an inner loop walks the rows of one outer row, so the nest is
+    sorted by the outer columns, then the inner ones (`ascending account_id` around `ascending
+    (currency, journal_id)` is `ascending (account_id, currency, journal_id)`). None when one
+    of them is not so written."""
+    parsed = [parse_order(o) for o in orders]
+    if not parsed or any(p is None for p in parsed):
+        return None
+    direction = parsed[0].direction if parsed[0] else ""
+    cols: list[str] = []
+    for p in parsed:
+        assert p is not None
+        if p.direction != direction:
+            return None
+        cols.extend(c for c in p.columns if c not in cols)
+    return Order(direction, tuple(cols)).dimension()
+
+
 def followed(loop_order: str | None, key: tuple[str, ...]) -> Order | None:
     """The order a keyed lock's instances follow in a loop sorted by `loop_order`: the sort's
     leading columns that are exactly the key's (in the sort's order), or None when no leading

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, TypeVar
 
 from lockdocs import model as m
-from lockdocs.analysis.columns import dimension_columns, dimension_of, dimensions
+from lockdocs.analysis.columns import dimension_columns, dimension_of, dimensions, nested
 from lockdocs.analysis.events import Event, Held
 from lockdocs.analysis.facts import Facts
 from lockdocs.diagnostics import Location
@@ -165,12 +165,13 @@ def _edges_of(ev: Event, ctx: Facts, backend: str | None) -> list[Edge]:
 
 
 def _loop_vector(instance: str) -> tuple[str, tuple[str, ...]] | None:
-    """(loop id, iteration per enclosing loop) of a loop's instance; None for any other (a
-    named one, the path's one, an earlier iteration of a nested loop's summary)."""
+    """(loop id, iteration per enclosing loop) of a loop's instance (an earlier iteration's
+    take in a loop nested in it, `#1*<line>`, counts as that iteration's); None for any other
+    (a named one, the path's one)."""
     loop, sep, vector = instance.rpartition("#")
-    if not sep or not vector or "*" in vector:
+    if not sep or not vector:
         return None
-    return loop, tuple(vector.split("."))
+    return loop, tuple(vector.partition("*")[0].split("."))
 
 
 def _dims(
@@ -190,23 +191,25 @@ def _dims(
             kind = ctx.lock_kind(ev.lock, backend)
             out[dim] = "<" if covers(kind, (h.mode,), ev.mode) else "<="
     held, wanted = _loop_vector(h.instance), _loop_vector(ev.instance)
-    if held is not None and wanted is not None and held[0] == wanted[0]:
+    if held is not None and wanted is not None and held[0] in ev.loops:
         (loop, vh), (_, vw) = held, wanted
-        if len(vh) == len(vw) and vh[:-1] == vw[:-1] and vh[-1] <= vw[-1]:
+        # the level of the nest both stand in: the held one's loop, around the wanted one's
+        p = ev.loops.index(loop)
+        if len(vh) == p + 1 and len(vw) > p and vh[:p] == vw[:p] and vh[p] <= vw[p]:
             locks = ctx.model.locks
+            orders = tuple(ctx.loop_orders.get(lid) for lid in ev.loops[: p + 1])
+            sort = next((s for q in range(p + 1) if (s := nested(orders[q:])) is not None), None)
             wanted_key = set(locks[ev.lock].columns)
             kind = ctx.lock_kind(ev.lock, backend)
-            mine = h.instance  # the wanted lock's instance of the held one's iteration
-            holds_it = any(
+            # the wanted lock's instance of the held one's iteration, still held
+            holds_it = "*" not in h.instance and any(
                 g.lock == ev.lock
-                and g.instance == mine
+                and g.instance == h.instance
                 and not g.maybe
                 and covers(kind, (g.mode,), ev.mode)
                 for g in ev.held
             )
-            for dim in dimensions(
-                ctx.loop_orders.get(loop), locks[h.lock].columns, locks[ev.lock].columns
-            ):
+            for dim in dimensions(sort, locks[h.lock].columns, locks[ev.lock].columns):
                 whole = dimension_columns(dim) == wanted_key
                 out.setdefault(dim, "<" if holds_it and whole else "<=")
     return tuple(sorted(out.items()))

@@ -14,25 +14,38 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from lockdocs import model as m
-from lockdocs.analysis.columns import followed, same_order
+from lockdocs.analysis.columns import followed, nested, same_order
 from lockdocs.analysis.events import Held
 from lockdocs.analysis.states import Frame, LoopFrame
 from lockdocs.analysis.walkbase import WalkBase
 
 
-def sorted_by(lock: m.Lock, take_order: str | None, loop: LoopFrame) -> str | None:
-    """The order a take's instances follow across the iterations of `loop`, when they form a
-    sorted run: the take's own `order:` or, for the loop's element lock, the loop's, when that
+def sorted_by(
+    lock: m.Lock,
+    take_order: str | None,
+    loops: tuple[LoopFrame, ...],
+    inner: tuple[str | None, ...] = (),
+) -> tuple[str, int] | None:
+    """The order a take's instances follow across the iterations of the innermost of `loops`
+    (the loops around the take, outermost first; `inner`: the orders of loops between the last
+    of them and the take), when they form a sorted run, with the index of the loop that run
+    belongs to: the take's own `order:` or, for the loop's element lock, the loop's, when that
     is the lock's declared order; or, for a lock keyed by columns, the leading columns of the
-    loop's sort that make up its key (analysis/columns.py). None: in no known order."""
+    nest's sort that make up its key, from the outermost loop whose nest sorts by them
+    (analysis/columns.py). None: in no known order."""
+    last = len(loops) - 1
     if take_order is not None:
-        return lock.instance_order if same_order(take_order, lock.instance_order) else None
+        ok = same_order(take_order, lock.instance_order)
+        return (lock.instance_order or "", last) if ok else None
     if lock.columns:
-        eff = followed(loop.order, lock.columns)
-        if eff is not None:
-            return eff.dimension()
-    if lock.id == loop.element and same_order(loop.order, lock.instance_order):
-        return lock.instance_order
+        orders = tuple(lf.order for lf in loops) + inner
+        for start in range(len(loops)):
+            eff = followed(nested(orders[start:]), lock.columns)
+            if eff is not None:
+                return eff.dimension(), start
+    if not inner and lock.id == loops[-1].element:
+        if same_order(loops[-1].order, lock.instance_order):
+            return lock.instance_order or "", last
     return None
 
 
@@ -53,6 +66,8 @@ class _Item(NamedTuple):
     where: str
     order: str | None  # the take's own order
     line: int
+    # for a take in loops nested in the summarised steps: their orders, outermost first
+    inner: tuple[str | None, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -206,8 +221,11 @@ class Summaries(WalkBase):
         if isinstance(step, m.Loop):
             body = self._sequence(step.steps)
             nested = tuple(
-                it._replace(where=("~*" if it.where.startswith("~") else "*"))
-                if it.where in ("", "~")
+                it._replace(
+                    where=("~*" if it.where.startswith("~") else "*"),
+                    inner=(step.order, *it.inner),
+                )
+                if it.where in ("", "~", "*", "~*")
                 else it
                 for it in body.added
             )
@@ -279,8 +297,12 @@ class Summaries(WalkBase):
                 instance = f"{lf.id}#{earlier}*{it.line}"
             else:
                 instance = f"{lf.id}#{earlier}"
-                order = sorted_by(lk, it.order, lf)
-                run = run_id(lf, outer, order) if order is not None else ""
+            if where in ("", "*"):
+                # (a nested take: sorted only where the nest's sort orders a keyed lock)
+                found = sorted_by(lk, it.order if where == "" else None, inner.loops, it.inner)
+                if found is not None:
+                    order, at = found
+                    run = run_id(inner.loops[at], ".".join(inner.iteration[:at]), order)
             held = Held(it.lock, it.mode, instance, run, it.line, True)
             out.append((held, where == "again"))
         return tuple(out)

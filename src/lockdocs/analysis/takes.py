@@ -70,9 +70,10 @@ class Takes(Summaries):
             return ("^" + parent[1:] if parent else ""), ""
         loop = frame.loops[-1]
         instance = f"{loop.id}#{'.'.join(frame.iteration)}"
-        order = sorted_by(lock, step.order, loop)
-        if order is not None:
-            return instance, run_id(loop, ".".join(frame.iteration[:-1]), order)
+        found = sorted_by(lock, step.order, frame.loops)
+        if found is not None:
+            order, at = found
+            return instance, run_id(frame.loops[at], ".".join(frame.iteration[:at]), order)
         return instance, ""
 
     def take(self, path: m.Path, st: State, step: m.Take, frame: Frame) -> list[State]:

@@ -41,6 +41,16 @@ locks:
 """
 
 
+def _claimed_before(ctx: Context, e: Edge, lock_id: str) -> bool:
+    """Does the path hold rows of the lock it took with SKIP LOCKED earlier (a claim)?"""
+    lines = {g.acquired_at for g in e.guards if g.lock == lock_id and g.maybe}
+    return any(
+        ev.option == "skip locked" and ev.location.line in lines
+        for ev in ctx.all_events
+        if ev.lock == lock_id and ev.path == e.path and ev.kind == "acquire"
+    )
+
+
 def _and(names: list[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + f" and {names[-1]}"
 
@@ -320,7 +330,7 @@ def check_instances(ctx: Context) -> Iterable[Diagnostic]:
                         f"sort the loop's rows by {lock_id}'s order first (order: {better}), so "
                         f"each {lock_id} comes in {lock.instance_order}; or hold a gate lock"
                     )
-                if e.order == "none" and any(g.lock == lock_id and g.maybe for g in e.guards):
+                if e.order == "none" and _claimed_before(ctx, e, lock_id):
                     hint += (
                         "; if the statement writes exactly the rows the path claimed before "
                         "(UPDATE ... FROM the SELECT ... FOR UPDATE SKIP LOCKED), declare it as "
