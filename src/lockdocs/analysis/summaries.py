@@ -43,9 +43,9 @@ def sorted_by(
             eff = followed(nested(orders[start:]), lock.columns)
             if eff is not None:
                 return eff.dimension(), start
-    if not inner and lock.id == loops[-1].element:
-        if same_order(loops[-1].order, lock.instance_order):
-            return lock.instance_order or "", last
+    element = not inner and lock.id == loops[-1].element
+    if element and same_order(loops[-1].order, lock.instance_order):
+        return lock.instance_order or "", last
     return None
 
 
