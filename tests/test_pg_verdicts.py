@@ -4,16 +4,29 @@
   version the transaction created itself, by an insert or by an earlier update of the row,
   whatever columns it sets; an update of a row version another transaction wrote, or of
   another row, is not (shape 4; project/steps.py foreign_key_takes derives it).
+- A row request waits, and so queues behind a request already waiting for the row, exactly
+  when it conflicts with a current holder; one that conflicts only with the waiter is granted
+  at once (shape 3), cell by cell. And a request that conflicts with no holder takes a row its
+  holder just freed before the woken waiter looks at it again, which then waits for it: the
+  race a four-transaction queue cycle needs (analysis/proof.py race), forced here by pausing
+  the waiter's server process, ends in 40P01.
 """
 
 from __future__ import annotations
 
+import itertools
+import os
+import signal
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import psycopg
 import pytest
+
+from lockdocs.modes import conflicts
+from lockdocs.schema.vocabulary import ROW_MODES
 
 
 @pytest.fixture
@@ -107,3 +120,111 @@ def test_an_update_after_an_insert_rechecks_the_parent_the_insert_locked(db: str
         writer.rollback()
         other.close()
         writer.close()
+
+
+def _waiting(observer: psycopg.Connection[Any], pid: int) -> str | None:
+    row = observer.execute(
+        "select wait_event from pg_stat_activity where pid = %s and wait_event_type = 'Lock'",
+        (pid,),
+    ).fetchone()
+    return str(row[0]) if row else None
+
+
+def _until(check: Any, timeout: float = 3.0) -> Any:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.005)
+    return None
+
+
+CELLS = [(h, w, r) for h, w, r in itertools.product(ROW_MODES, repeat=3) if conflicts("row", w, h)]
+
+
+def test_a_row_request_queues_behind_a_waiter_only_when_it_conflicts_with_a_holder(
+    db: str,
+) -> None:
+    """Every (holder, waiter, request) of the row modes where the waiter waits: the request
+    waits exactly when it conflicts with the holder, whatever it is to the waiter."""
+    observer = psycopg.connect(db, autocommit=True)
+    got: dict[tuple[str, str, str], bool] = {}
+    try:
+        for h, w, r in CELLS:
+            holder, waiter, request = (_session(db) for _ in range(3))
+            request.execute("set local lock_timeout = '150ms'")
+            holder.execute(f"select 1 from parent where id = 1 {h}")
+            waiting = threading.Thread(
+                target=lambda c=waiter, m=w: c.execute(f"select 1 from parent where id = 1 {m}")
+            )
+            waiter.execute("set local lock_timeout = '5s'")
+            waiting.start()
+            assert _until(lambda c=waiter: _waiting(observer, c.info.backend_pid)), (h, w)
+            got[(h, w, r)] = _waits(request, f"select 1 from parent where id = 1 {r}")
+            for c in (request, holder):
+                c.rollback()
+            waiting.join(5)
+            waiter.rollback()
+            for c in (holder, waiter, request):
+                c.close()
+    finally:
+        observer.close()
+    assert got == {(h, w, r): conflicts("row", r, h) for h, w, r in CELLS}
+
+
+def test_a_freed_row_goes_to_a_new_request_before_the_woken_waiter(db: str) -> None:
+    """The race of a four-transaction queue cycle (fixture report-row-queue-through-a-race): a
+    FOR UPDATE holder (another close) ends while the FOR UPDATE waiter first in the queue is
+    paused; the FOR NO KEY UPDATE request of update-balance takes the row at once, the waiter
+    then waits for it, and with post-entry queued behind the waiter and update-balance wanting
+    post-entry's lock, Postgres finds the cycle (40P01)."""
+    observer = psycopg.connect(db, autocommit=True)
+    witness, waiter, queued, holder = (_session(db) for _ in range(4))
+    for c in (witness, waiter, queued, holder):
+        c.execute("set local lock_timeout = '0'")
+        # (the session that closes the cycle runs the detector first: the same one every run)
+        c.execute("set local deadlock_timeout = '60s'" if c is not holder else "select 1")
+    holder.execute("set local deadlock_timeout = '100ms'")
+    answers: dict[str, str] = {}
+
+    def run(name: str, conn: psycopg.Connection[Any], sql: str) -> threading.Thread:
+        def go() -> None:
+            try:
+                conn.execute(sql)
+                answers[name] = "ok"
+            except psycopg.Error as exc:
+                answers[name] = exc.sqlstate or "error"
+
+        t = threading.Thread(target=go)
+        t.start()
+        return t
+
+    paused = waiter.info.backend_pid
+    threads = []
+    try:
+        queued.execute("select pg_advisory_xact_lock(42)")  # post-entry holds posting
+        witness.execute("select 1 from parent where id = 1 for update")
+        threads.append(run("waiter", waiter, "select 1 from parent where id = 1 for update"))
+        assert _until(lambda: _waiting(observer, paused)) == "transactionid"
+        threads.append(run("queued", queued, "insert into child (id, parent_id) values (9, 1)"))
+        assert _until(lambda: _waiting(observer, queued.info.backend_pid)) == "tuple"
+        os.kill(paused, signal.SIGSTOP)
+        witness.commit()
+        started = time.monotonic()
+        holder.execute("select 1 from parent where id = 1 for no key update")  # at once
+        assert time.monotonic() - started < 0.5
+        os.kill(paused, signal.SIGCONT)
+        assert _until(lambda: _waiting(observer, paused)) == "transactionid"
+        threads.append(run("holder", holder, "select pg_advisory_xact_lock(42)"))
+        threads[-1].join(10)
+    finally:
+        os.kill(paused, signal.SIGCONT)
+        for c in (witness, waiter, queued, holder):
+            c.cancel_safe()
+        for t in threads:
+            t.join(10)
+        observer.close()
+    assert answers.get("holder") == "40P01", answers
+    for c in (witness, waiter, queued, holder):
+        c.close()

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from lockdocs.analysis.events import Held
 from lockdocs.diagnostics import Location
+from lockdocs.modes import conflicts
 
 if TYPE_CHECKING:
     from lockdocs.analysis.graph import Edge
@@ -43,6 +44,13 @@ class Proof:
     kind: str  # cycle (LD201) | instances (LD202) | upgrade (LD203)
     hops: tuple[Hop, ...]
     backend: str | None = None
+    # The interleaving that ends in the deadlock, one move at a time: (session, what). Session
+    # i < len(hops) is hop i's transaction; len(hops) + j the transaction whose hold makes a
+    # request queue behind the j-th queue hop. What: take (everything it holds on the cycle,
+    # in the order it took it), want (its wait on the cycle), end (its transaction ends),
+    # pause / resume (the waiter first in a row's queue, woken, has not looked at the row
+    # again yet: a race). The finding prints it and replay runs it, in this order.
+    schedule: tuple[tuple[int, str], ...] = ()
 
 
 def hop(e: Edge, upgrade: bool = False) -> Hop:
@@ -73,4 +81,41 @@ def hop(e: Edge, upgrade: bool = False) -> Hop:
 
 def proof(kind: str, edges: tuple[Edge, ...] | list[Edge], upgrade: bool = False) -> Proof:
     backend = edges[0].backend if edges else None
-    return Proof(kind, tuple(hop(e, upgrade) for e in edges), backend)
+    return Proof(kind, tuple(hop(e, upgrade) for e in edges), backend, schedule(tuple(edges)))
+
+
+def race(e: Edge, holder: Edge) -> bool:
+    """A row's queue hop `e` whose witness (the transaction whose hold makes the previous
+    request queue) cannot hold the row at once with `holder`, the next hop, which holds it for
+    the waiter to wait on: the witness must end first, and the holder take the row before the
+    waiter, woken, looks at it again. Postgres allows it (a request that conflicts with no
+    holder takes the row at once; tests/test_pg_verdicts.py forces it by pausing the waiter)."""
+    w = e.queued
+    h = holder.held_mode
+    return w is not None and (conflicts("row", w, h) or conflicts("row", h, w))
+
+
+def schedule(edges: tuple[Edge, ...]) -> tuple[tuple[int, str], ...]:
+    """The moves of a cycle's interleaving (see Proof.schedule). Without a row's queue: every
+    transaction takes what it holds, then each asks, in cycle order. With one: the witness
+    takes the row, the waiter asks first; where the witness and the next hop's hold can be
+    held at once, every other transaction has taken what it holds before; otherwise the
+    request that queues asks while the witness still holds the row, the witness ends, and the
+    next hop takes the row in the race."""
+    k = len(edges)
+    queued = [i for i, e in enumerate(edges) if e.queued]
+    if not queued:
+        return (*((i, "take") for i in range(k)), *((i, "want") for i in range(k)))
+    q = queued[0]
+    n, p, w = (q + 1) % k, (q - 1) % k, k
+    rest = [(q + j) % k for j in range(1, k)]  # n .. p, in cycle order
+    if not race(edges[q], edges[n]) or len(queued) > 1:
+        moves = [(i, "take") for i in range(k)]
+        moves += [(k + j, "take") for j in range(len(queued))]
+        moves += [(q, "want")] + [(i, "want") for i in rest]
+        return tuple(moves)
+    moves = [(w, "take"), (q, "take"), (q, "want")]
+    moves += [(i, "take") for i in rest if i != n]
+    moves += [(p, "want"), (q, "pause"), (w, "end"), (n, "take"), (q, "resume")]
+    moves += [(i, "want") for i in rest if i != p]
+    return tuple(moves)

@@ -145,6 +145,10 @@ class Search:
             # First in the row's queue: it waits for the holders whose mode conflicts with its
             # request. (The holder that made a later request queue may be gone by then: the
             # waiter keeps its place, holding the tuple lock, while others come and go.)
+            # (A holder that cannot hold the row beside the witness takes it once the witness
+            # has ended, before the waiter, woken, looks again: proof.race. The waiter must have
+            # waited for the witness then; with Postgres's row modes it always does where a
+            # later request can queue behind it without waiting for that holder itself.)
             for (mode, _gid, parent), group in holders.get(e.dst, {}).items():
                 if (
                     conflicts("row", e.wanted_mode, mode)

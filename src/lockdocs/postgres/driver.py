@@ -13,7 +13,9 @@ A statement's values travel as bound parameters (the extended protocol), never i
 from __future__ import annotations
 
 import contextlib
+import os
 import select
+import signal
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -34,6 +36,10 @@ class Statement:
     sql: str
     label: str = ""
     params: tuple[Param, ...] = ()  # the values of the statement's $n, sent apart from it
+    # Not a statement: a signal to the session's server process (SIGSTOP, SIGCONT), for a race
+    # replay must force (a waiter that, woken, has not looked at the row again). The caller
+    # checks that it may signal the server's processes.
+    signal: int = 0
 
 
 @dataclass
@@ -139,6 +145,7 @@ def run(
     obs = observer or psycopg.connect(dsn, autocommit=True)
     conns: list[PGconn] = list(sessions or [])
     finished = False
+    paused: set[int] = set()
     try:
         for k, setup in enumerate(setups):
             if k >= len(conns):
@@ -271,6 +278,14 @@ def run(
 
         timed_out = False
         for i, s in enumerate(schedule):
+            if s.signal:
+                os.kill(pids[s.session], s.signal)
+                if s.signal == signal.SIGSTOP:
+                    paused.add(pids[s.session])
+                else:
+                    paused.discard(pids[s.session])
+                answers[i].sent = answers[i].done = True
+                continue
             queues[s.session].append(i)
             feed(s.session)
             if not answers[i].sent and not answers[i].dropped:
@@ -299,6 +314,9 @@ def run(
         finished = True
         return Run(answers, pids, timed_out, time.monotonic() - start, held)
     finally:
+        for pid in paused:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGCONT)
         # Stopped halfway (an error, a signal): what still runs is cancelled at once.
         _finish(conns, close=sessions is None, cancel=not finished)
         if own_observer:

@@ -54,6 +54,8 @@ def _step_sql(st: Step) -> str:
 
 def _step_name(scenario: Scenario, n: int, st: Step) -> str:
     s = scenario.sessions[st.session]
+    if st.action == "end":
+        return _name(f"{s.name} commits [{n + 1}]")
     verb = "takes" if st.action == "take" else "asks for"
     return _name(f"{s.name} {verb} {st.target.label} ({st.mode}) [{n + 1}]")
 
@@ -67,6 +69,13 @@ def spec(scenario: Scenario) -> str:
         _comment(f"Expected: one session fails with {sc.expected} ({sc.why_expected})."),
     ]
     lines.extend(_comment(f"Stand-in: {note}") for note in sc.stand_ins)
+    if any(st.action == "pause" for st in sc.steps):
+        lines.append(
+            _comment(
+                "The cycle needs a race (a waiter, woken, slower than a new request): lockdocs "
+                "replay forces it by pausing the waiter's server process, which this spec cannot."
+            )
+        )
     setup = [f"create schema if not exists {SCHEMA}"]
     setup += [stmt for stmt in sc.setup if stmt not in setup]
     lines += ["", "setup", _block(setup), "", "teardown"]
@@ -77,11 +86,16 @@ def spec(scenario: Scenario) -> str:
         first = [stmt for stmt in setups[i] if not stmt.startswith("set application_name")]
         lines += ["setup", _block(first, "  ")]
         for n, st in enumerate(sc.steps):
-            if st.session == i:
+            # (a pause or resume is replay's, of a server process: no statement here)
+            if st.session == i and st.action not in ("pause", "resume"):
                 lines.append(f"step {_step_name(sc, n, st)} {{ {_step_sql(st)}; }}")
         lines.append(f"step {_name(f'{s.name} ends')} {{ rollback; }}")
         lines += ["teardown", _block(["select pg_advisory_unlock_all()"])]
-    names = [_step_name(sc, n, st) for n, st in enumerate(sc.steps)]
+    names = [
+        _step_name(sc, n, st)
+        for n, st in enumerate(sc.steps)
+        if st.action not in ("pause", "resume")
+    ]
     # The closer fails; then each session, from the closer back, ends and so frees the one
     # that waits for it.
     k = len(sc.sessions)

@@ -9,7 +9,10 @@ named, since that is a bug in the analysis or in the replay.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import os
+import signal
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -169,12 +172,22 @@ def replay(
         setups, verdict.deadlock_timeout = session_setups(
             scenario, superuser, server_dt, production_deadlock_timeout_ms
         )
+        if any(st.action == "pause" for st in scenario.steps):
+            why = _why_no_pause(obs)
+            if why:
+                verdict.scenario = replace(
+                    scenario,
+                    unsupported="the cycle needs a race replay forces by pausing a server "
+                    f"process, and {why}",
+                )
+                return verdict
         schedule = [
             driver.Statement(
                 st.session,
                 st.sql,
                 st.describe(scenario.sessions),
                 sq.params_for(st.sql, st.target),
+                signal=_SIGNALS.get(st.action, 0),
             )
             for st in scenario.steps
         ]
@@ -184,6 +197,25 @@ def replay(
     verdict.timed_out = run.timed_out
     _judge(verdict, run, names)
     return verdict
+
+
+_SIGNALS = {"pause": signal.SIGSTOP, "resume": signal.SIGCONT}
+
+
+def _why_no_pause(obs: Any) -> str:
+    """Why replay cannot pause the server's processes ("" when it can): it must reach the
+    server over a Unix socket (on this machine) and be allowed to signal it."""
+    if not str(obs.info.host).startswith("/"):
+        return "the server is not on this machine (reached over TCP)"
+    pid = int(obs.info.backend_pid)
+    try:
+        name = Path(f"/proc/{pid}/comm").read_text(encoding="utf-8").strip()
+        os.kill(pid, 0)
+    except OSError:
+        return "this user may not signal the server's processes"
+    if name != "postgres":
+        return f"process {pid} is not the server's"
+    return ""
 
 
 def _judge(verdict: Verdict, run: driver.Run, names: _Names) -> None:
@@ -211,6 +243,8 @@ def _judge(verdict: Verdict, run: driver.Run, names: _Names) -> None:
     last_ask = max(i for i, st in enumerate(sc.steps) if st.action == "want")
     for i, (st, a) in enumerate(zip(sc.steps, run.answers, strict=True)):
         said = st.describe(sc.sessions)
+        if st.action in ("pause", "resume"):
+            continue
         if a.dropped:
             verdict.differences.append(f"step {i + 1} ({said}) was never sent: {a.dropped}")
             continue
@@ -221,7 +255,7 @@ def _judge(verdict: Verdict, run: driver.Run, names: _Names) -> None:
                 f"step {i + 1} ({said}) waited: another session held {st.target.label} in a "
                 "conflicting mode before the asks began"
             )
-        elif st.action == "take" and a.error:
+        elif st.action in ("take", "end") and a.error:
             verdict.differences.append(f"step {i + 1} ({said}) failed: {a.sqlstate} {a.message}")
         elif st.action == "want" and i != last_ask and a.done and not a.waited and not a.error:
             verdict.differences.append(

@@ -26,9 +26,11 @@ ends it (55P03).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from lockdocs import model as m
+from lockdocs.analysis.events import Held
 from lockdocs.analysis.proof import Hop, Proof
 from lockdocs.diagnostics import Diagnostic, Location
 from lockdocs.postgres import statements as sq
@@ -41,7 +43,9 @@ HANG = "hang"  # the expected answer of a cycle Postgres cannot see
 @dataclass(frozen=True)
 class Step:
     session: int
-    action: str  # take | want
+    # take | want, and in a row queue's race: end (the witness commits), pause / resume (the
+    # waiter's server process, so that the next hop takes the row before it looks again)
+    action: str
     lock: str
     mode: str
     target: sq.Target
@@ -51,6 +55,10 @@ class Step:
 
     def describe(self, sessions: tuple[Session, ...]) -> str:
         who = sessions[self.session].name
+        if self.action == "end":
+            return f"{who} ends its transaction"
+        if self.action in ("pause", "resume"):
+            return f"{who}'s server process is {'paused' if self.action == 'pause' else 'resumed'}"
         verb = "takes" if self.action == "take" else "asks for"
         where = f" ({self.location})" if self.location else ""
         return f"{who} {verb} {self.target.label} ({self.mode}){where}"
@@ -246,10 +254,10 @@ def from_finding(model: m.Model, d: Diagnostic, schema: str | None = None) -> Sc
             helper_sessions.append(Session(base.name + mark, base.path))
         return helpers[(i, action)]
 
-    for i, h in enumerate(proof.hops):
+    def takes(i: int, h: Hop, instance_of: Callable[[Held], int]) -> None:
         for held in h.held:
             mode = _mode_on(model, held.lock, held.mode, backend)
-            n = inst.get(held.lock, held.instance, i)
+            n = instance_of(held)
             # A hold taken with SKIP LOCKED is taken that way again (nothing holds it yet, so
             # it is granted like a plain take).
             option = "skip locked" if held.maybe else None
@@ -265,36 +273,16 @@ def from_finding(model: m.Model, d: Diagnostic, schema: str | None = None) -> Sc
                     line=held.acquired_at,
                 )
             )
+
     # A row's queue: the transaction whose hold makes a later request wait (and so queue behind
-    # the hop first in the queue) is a session of its own, holding the row before the asks.
+    # the hop first in the queue) is a session of its own.
+    witnesses: dict[int, int] = {}  # session -> its queue hop
     for i, h in enumerate(proof.hops):
-        by = h.queued_by
-        if by is None:
-            continue
-        j = k + len(extra)
-        extra.append(_session(model, j, by))
-        for held in by.held:
-            mode = _mode_on(model, held.lock, held.mode, backend)
-            if held.lock == h.wants and held.mode == by.held_mode:
-                n = cycle[i]
-            else:
-                n = inst.get(held.lock, f"{held.instance}@queue", j)
-            t, stmt = _take(model, backend, held.lock, mode, n, schema)
-            add(
-                Step(
-                    on(j, held.lock, "take"),
-                    "take",
-                    held.lock,
-                    mode,
-                    t,
-                    stmt,
-                    line=held.acquired_at,
-                )
-            )
-    # The asks in cycle order; with a queue, the hop first in it asks first (a request queues
-    # only behind a waiter already there).
-    first = next((i for i, h in enumerate(proof.hops) if h.queued_by is not None), 0)
-    for i in (*range(first, k), *range(first)):
+        if h.queued_by is not None:
+            witnesses[k + len(extra)] = i
+            extra.append(_session(model, k + len(extra), h.queued_by))
+
+    def ask(i: int) -> Step:
         h = proof.hops[i]
         if h.queued_by is not None:
             n = cycle[i]
@@ -302,7 +290,34 @@ def from_finding(model: m.Model, d: Diagnostic, schema: str | None = None) -> Sc
             n = cycle[i] if proof.kind == "upgrade" else cycle[(i + 1) % k]
         mode = _mode_on(model, h.wants, h.wanted_mode, backend)
         t, stmt = _take(model, backend, h.wants, mode, n, schema)
-        add(Step(on(i, h.wants, "want"), "want", h.wants, mode, t, stmt, location=h.location))
+        return Step(on(i, h.wants, "want"), "want", h.wants, mode, t, stmt, location=h.location)
+
+    moves = proof.schedule or (*((i, "take") for i in range(k)), *((i, "want") for i in range(k)))
+    for s, what in moves:
+        if what == "take" and s in witnesses:
+            i = witnesses[s]
+            by = proof.hops[i].queued_by
+            assert by is not None
+
+            def of_witness(held: Held, i: int = i, by: Hop = by, s: int = s) -> int:
+                if held.lock == proof.hops[i].wants and held.mode == by.held_mode:
+                    return cycle[i]
+                return inst.get(held.lock, f"{held.instance}@queue", s)
+
+            takes(s, by, of_witness)
+        elif what == "take":
+
+            def own(held: Held, s: int = s) -> int:
+                return inst.get(held.lock, held.instance, s)
+
+            takes(s, proof.hops[s], own)
+        elif what == "want":
+            add(ask(s))
+        else:  # end, pause, resume: of the row the queue is for
+            q = next(i for i, h in enumerate(proof.hops) if h.queued_by is not None)
+            target = ask(q).target
+            sql = "commit" if what == "end" else ""
+            add(Step(s, what, proof.hops[q].wants, "", target, sql))
     if helper_sessions:
         stand_ins.append(
             "in-process locks are held on a connection of the session's own (T1.app) and asked "

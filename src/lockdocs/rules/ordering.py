@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 from lockdocs.analysis.cycles import instance_clashes
 from lockdocs.analysis.graph import Edge
-from lockdocs.analysis.proof import proof
+from lockdocs.analysis.proof import proof, race
 from lockdocs.diagnostics import Diagnostic, Location, Related, Severity
 from lockdocs.rules.context import Context, run_from
 from lockdocs.rules.hints import cycle_hint, sorted_first
@@ -126,11 +126,19 @@ def check_cycles(ctx: Context) -> Iterable[Diagnostic]:
             for i, e in enumerate(cycle.edges):
                 if e.queued and e.queued_by:
                     by = e.queued_by
+                    nxt = cycle.edges[(i + 1) % k]
+                    then = (
+                        f"; {by.path} then ends, and {nxt.path} takes {names[i]} "
+                        f"({nxt.held_mode}) before this waiter, woken, looks at the row again "
+                        "(a race: a request that conflicts with no holder takes the row at once)"
+                        if race(e, nxt)
+                        else ""
+                    )
                     details.append(
                         f"  {i + 1}. {e.path} at {where(e)}: waits for {names[i]} "
                         f"({e.wanted_mode}) first in the row's queue, holding its tuple lock; "
                         f"while {by.path} (at {where(by)}) holds {names[i]} ({e.queued}), the "
-                        f"previous request must wait too and queues behind it"
+                        f"previous request must wait too and queues behind it{then}"
                     )
                     continue
                 taken = f", taken at line {e.held_at}" if e.held_at else ""

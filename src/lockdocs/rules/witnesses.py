@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from lockdocs.analysis.cycles import Cycle, stand_ins
 from lockdocs.analysis.graph import Edge
+from lockdocs.analysis.proof import race, schedule
 from lockdocs.diagnostics import Related
 from lockdocs.rules.context import Context
 
@@ -74,44 +75,50 @@ def _ms(text: str) -> int:
 def interleaving(
     locks: tuple[str, ...], edges: tuple[Edge, ...], end: str = "deadlock"
 ) -> list[str]:
-    """A column per transaction, one row per event, ending in the deadlock (or the hang, for a
-    cycle Postgres cannot see). A transaction that waits first in a row's queue waits from the
-    start; the one whose hold makes the next request queue gets a column of its own after the
-    cycle's."""
+    """A column per transaction, one row per move of the proof's schedule (analysis/proof.py:
+    the order replay runs them in), ending in the deadlock (or the hang, for a cycle Postgres
+    cannot see). The transaction whose hold makes a request queue behind the one first in a
+    row's queue gets a column of its own after the cycle's."""
     k = len(edges)
+    moves = schedule(edges)
+    queued = [i for i, e in enumerate(edges) if e.queued]
     heads = [f"T{i + 1} ({e.path})" for i, e in enumerate(edges)]
-    extra = {i: len(heads) + n for n, i in enumerate(i for i, e in enumerate(edges) if e.queued)}
-    for i, column in extra.items():
+    for i in queued:
         by = edges[i].queued_by
-        heads.append(f"T{column + 1} ({by.path if by else '?'})")
-    width_n = len(heads)
+        heads.append(f"T{len(heads) + 1} ({by.path if by else '?'})")
+    witness = {k + n: i for n, i in enumerate(queued)}  # column -> its queue hop
+    q = queued[0] if queued else -1
+    raced = q >= 0 and race(edges[q], edges[(q + 1) % k])
+    wants = [s for s, what in moves if what == "want"]
     rows: list[list[str]] = []
-    for i, e in enumerate(edges):
-        row = [""] * width_n
-        if e.queued:
-            hold = [""] * width_n
-            hold[extra[i]] = f"takes {locks[i]} ({e.queued})"
-            rows.append(hold)
-            nxt = (i + 1) % k
-            row[i] = f"wants {locks[i]} ({e.wanted_mode}), waits for T{nxt + 1}, first in the queue"
-        else:
-            row[i] = f"takes {locks[i]} ({e.held_mode})"
-        rows.append(row)
-    order = [i for i in range(k) if not edges[i].queued]
-    for n, i in enumerate(order):
-        e = edges[i]
-        row = [""] * width_n
-        nxt = (i + 1) % k
-        row[i] = f"wants {locks[nxt]} ({e.wanted_mode})"
-        if edges[nxt].queued:
-            row[i] += f", queues behind T{nxt + 1}"
-        if n == len(order) - 1:
-            row[i] += f": {end}"
-        elif edges[nxt].queued:
-            pass
-        else:
-            row[i] += f", waits for T{nxt + 1}"
-        rows.append(row)
+    for s, what in moves:
+        row = [""] * len(heads)
+        if what == "take" and s in witness:
+            i = witness[s]
+            row[s] = f"takes {locks[i]} ({edges[i].queued})"
+        elif what == "take" and not edges[s].queued:
+            row[s] = f"takes {locks[s]} ({edges[s].held_mode})"
+            if raced and s == (q + 1) % k:
+                row[s] += f" before T{q + 1} looks at it again (a race)"
+        elif what == "want" and edges[s].queued:
+            first = k + queued.index(s) if raced else (s + 1) % k
+            row[s] = (
+                f"wants {locks[s]} ({edges[s].wanted_mode}), waits for T{first + 1}, first in "
+                "the queue"
+            )
+        elif what == "want":
+            nxt = (s + 1) % k
+            row[s] = f"wants {locks[nxt]} ({edges[s].wanted_mode})"
+            if edges[nxt].queued:
+                row[s] += f", queues behind T{nxt + 1}"
+            if s == wants[-1]:
+                row[s] += f": {end}"
+            elif not edges[nxt].queued:
+                row[s] += f", waits for T{nxt + 1}"
+        elif what == "end":
+            row[s] = f"ends; T{q + 1} wakes, but has not looked at the row again yet"
+        if any(row):
+            rows.append(row)
     width = max(len(c) for r in [heads, *rows] for c in r) + 2
     lines = ["".join(h.ljust(width) for h in heads).rstrip()]
     for r in rows:
