@@ -111,6 +111,12 @@ def _ledger_nested(outer: str) -> Spec:
     return Spec(spec.locks, (Path("post", (post,)), spec.paths[1]), columns=spec.columns)
 
 
+def _tenants(other: Path) -> Spec:
+    orders = Lock("orders", "table", False, ("row exclusive", "share row exclusive"))
+    compact = Loop("sorted", (Take("orders", "share row exclusive"),), "orders")
+    return Spec((orders,), (Path("compact", (compact,)), other))
+
+
 CASES: dict[str, Spec] = {
     # shape 1: instances tied to the iteration, whose order refines the lock's
     "silent-keyed-instances-follow-the-sort": _ledger(_LINES),
@@ -159,6 +165,11 @@ CASES: dict[str, Spec] = {
             Path("process-fleets", (Take("fleet-lockset", "exclusive"), Take("fleet", NKU))),
             Path("sync-fleet", (Take("fleet", NKU), Take("fleet-lockset", "exclusive"))),
         ),
+    ),
+    # item 7: a table in per-tenant schemas, a lock with instances
+    "silent-tenant-tables-in-order": _tenants(Path("record", (Take("orders", "row exclusive"),))),
+    "report-tenant-tables-in-no-order": _tenants(
+        Path("migrate", (Loop("arbitrary", (Take("orders", "share row exclusive"),), "orders"),))
     ),
     # item 8's messages, on shapes whose verdict stays
     "report-cycle-between-two-branches": Spec(

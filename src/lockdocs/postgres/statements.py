@@ -307,6 +307,10 @@ def advisory_args(lock: m.Lock, instance: int) -> tuple[str, tuple[Param, ...], 
 def target(lock: m.Lock, kind: str, instance: int, schema: str | None = None) -> Target:
     """Lock `lock` (of `kind` on the replayed backend), instance `instance`; tables in their
     declared schema, or all in `schema`."""
+    if kind == "table" and not lock.singleton:
+        # one table per instance (the same table in per-tenant schemas): a schema each
+        t = table_of(lock.table, lock.id, schema)
+        return Target(lock.id, kind, instance, table=Table(f"{t.schema}_{instance}", t.name))
     if kind in ("row", "table"):
         return Target(lock.id, kind, instance, table=table_of(lock.table, lock.id, schema))
     if kind == "memory":

@@ -242,6 +242,9 @@ def pair_namespaces(ctx: Context) -> Iterable[Diagnostic]:
             seen[ns] = lock
 
 
+PER_CALL = "per call"  # transactions: {kind: {database: per call}}
+
+
 @rule(
     "LD106",
     "cluster-object-per-database",
@@ -309,12 +312,18 @@ def cluster_object(ctx: Context) -> Iterable[Diagnostic]:
             paths.append(ev.path)
     for lock_id in sorted(where):
         dbs = where[lock_id]
-        if len(dbs) < 2:
+        # a kind whose database each call picks is several databases at once
+        if len(dbs) < 2 and PER_CALL not in dbs:
             continue
         lock = ctx.model.locks[lock_id]
         named = sorted(dbs, key=lambda d: (d is None, d or ""))
         parts = [
-            f"{'database ' + repr(d) if d else 'the default database'} ({', '.join(dbs[d])})"
+            (
+                f"the database each call picks ({', '.join(dbs[d])})"
+                if d == PER_CALL
+                else f"{'database ' + repr(d) if d else 'the default database'} "
+                f"({', '.join(dbs[d])})"
+            )
             for d in named
         ]
         yield Diagnostic(
@@ -322,6 +331,7 @@ def cluster_object(ctx: Context) -> Iterable[Diagnostic]:
             Severity.ERROR,
             f"{lock_id} names an object of the whole cluster, but is taken on "
             + " and on ".join(parts)
+            + (", which may be several" if len(dbs) == 1 else "")
             + ": each database has its own advisory locks, so these never exclude each other",
             lock.location,
             "take it from one database only (a connection to the same database in every path), "

@@ -28,7 +28,8 @@ TRANSACTION = obj(
         "database": string(
             "The database this kind's transactions connect to, when the application uses "
             "several. Database locks (advisory, row, table) exclude only within one database; "
-            "kinds that name none share one default database."
+            "kinds that name none share one default database. `per call`: each call picks its "
+            "database (a tenant's, say), so two runs of one path may be on two databases."
         ),
         "notes": string("Further prose."),
     },
