@@ -17,7 +17,7 @@ from pathlib import Path as FsPath
 import pytest
 
 from lockdocs import api
-from oracle import Branch, Lock, Loop, Path, Spec, Take, explore
+from oracle import Branch, Commit, Lock, Loop, Path, Spec, Take, explore
 from oracle.compare import ORDER_CODES, Finding, compare
 
 SPECS = FsPath(__file__).resolve().parent / "fixtures" / "specs"
@@ -117,6 +117,16 @@ def _tenants(other: Path) -> Spec:
     return Spec((orders,), (Path("compact", (compact,)), other))
 
 
+def _sync(held: str) -> Spec:
+    """The sync lock as the path holds it: past the commit (`session`), or only until it
+    (`transaction`: the pooler takes the server connection, and the lock, back)."""
+    sync = Lock("sync", "advisory", True, ("exclusive",), held)
+    rows = (Lock("account", "row", True, (NKU,)), Lock("ledger", "row", True, (NKU,)))
+    nightly = (Take("sync", "exclusive"), Commit(), Take("account", NKU), Take("ledger", NKU))
+    repair = (Take("sync", "exclusive"), Take("ledger", NKU), Take("account", NKU))
+    return Spec((sync, *rows), (Path("nightly", nightly), Path("repair", repair)))
+
+
 CASES: dict[str, Spec] = {
     # shape 1: instances tied to the iteration, whose order refines the lock's
     "silent-keyed-instances-follow-the-sort": _ledger(_LINES),
@@ -171,6 +181,9 @@ CASES: dict[str, Spec] = {
     "report-tenant-tables-in-no-order": _tenants(
         Path("migrate", (Loop("arbitrary", (Take("orders", "share row exclusive"),), "orders"),))
     ),
+    # item 7: a session lock through a transaction-mode pooler is the transaction's only
+    "report-session-lock-through-transaction-pooler": _sync("transaction"),
+    "silent-session-lock-held-across-commit": _sync("session"),
     # item 8's messages, on shapes whose verdict stays
     "report-cycle-between-two-branches": Spec(
         (Lock("account", "row", False, (NKU,)), Lock("ledger", "row", False, (NKU,))),

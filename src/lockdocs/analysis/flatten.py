@@ -170,7 +170,7 @@ class Flattener(Takes):
             self.emit(common._replace(kind=step.how, wrote=st.wrote))
             if step.how == "leave_open":
                 return [st]
-            held = tuple(h for h in st.held if self.lock_scope(h.lock) == "session")
+            held = tuple(h for h in st.held if self.outlives(h.lock, st.txkind))
             return [st._replace(held=held, open=False, wrote=False, tables=())]
         raise AssertionError(f"unknown step {step!r}")  # pragma: no cover
 

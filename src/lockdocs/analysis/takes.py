@@ -29,7 +29,7 @@ class Takes(Summaries):
     def begin(
         self, path: m.Path, st: State, kind: str | None, loc: Location, frame: Frame, number: int
     ) -> list[State]:
-        held = tuple(h for h in st.held if self.lock_scope(h.lock) == "session")
+        held = tuple(h for h in st.held if self.outlives(h.lock, st.txkind))
         st = State(held, number, kind, st.branch, True, False, st.skipped)
         self.emit(
             Event(

@@ -40,6 +40,17 @@ class WalkBase:
             return "session"
         return self.model.locks[lock_id].scope
 
+    def outlives(self, lock_id: str, txkind: str | None) -> bool:
+        """Does the path still hold `lock_id` once a transaction of kind `txkind` ends? A
+        session lock does, unless a transaction-mode pooler takes the server connection (and
+        the lock on it) back at the end; an in-process lock always does."""
+        if self.lock_scope(lock_id) != "session":
+            return False
+        if self.lock_kind(lock_id) == "memory":
+            return True
+        tk = self.model.transactions.get(txkind) if txkind else None
+        return tk is None or tk.pooler != "transaction"
+
     def spend(self, n: int) -> None:
         self.units += n
         if self.units > self.limit:

@@ -190,3 +190,6 @@ class TransactionKind:
     on_timeout: str | None = None
     notes: str | None = None
     database: str | None = None  # None: the one default database
+    # transaction: a pooler hands out a server connection per transaction (PgBouncer's
+    # pool_mode = transaction), so a session lock does not stay with the path past its end
+    pooler: str | None = None

@@ -33,6 +33,7 @@ def resolve_transactions(rv: Resolver, locks: dict[str, m.Lock]) -> dict[str, m.
             on_timeout=raw.get("on_timeout"),
             notes=raw.get("notes"),
             database=raw.get("database"),
+            pooler=raw.get("pooler"),
         )
     return out
 

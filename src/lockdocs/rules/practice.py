@@ -176,15 +176,34 @@ locks:
     },
 )
 def session_advisory(ctx: Context) -> Iterable[Diagnostic]:
+    pooled: dict[str, dict[str, list[str]]] = {}  # lock -> pooled kind -> paths
+    for ev in ctx.all_events:
+        tk = ctx.model.transactions.get(ev.txkind or "")
+        if ev.kind == "acquire" and tk is not None and tk.pooler == "transaction":
+            paths = pooled.setdefault(ev.lock, {}).setdefault(tk.id, [])
+            if ev.path not in paths:
+                paths.append(ev.path)
     for lock in ctx.model.locks.values():
         if lock.kind == "advisory" and lock.scope == "session":
+            kinds = pooled.get(lock.id, {})
+            through = "; ".join(f"kind '{k}' ({', '.join(p)})" for k, p in sorted(kinds.items()))
             yield Diagnostic(
                 "LD303",
                 Severity.WARNING,
-                f"{lock.id} is a session-scoped advisory lock",
+                f"{lock.id} is a session-scoped advisory lock"
+                + (
+                    f", taken through a transaction-mode pooler in {through}: the end of the "
+                    "transaction hands its server connection back to the pool with the lock "
+                    "still on it, so the path no longer holds it, the next client of that "
+                    "connection does, and a later unlock unlocks nothing"
+                    if kinds
+                    else ""
+                ),
                 lock.location,
                 "use the transaction-scoped form, or hold it on one dedicated connection and "
-                "write down why (an exception with the reason)",
+                "write down why (an exception with the reason)"
+                + ("; through the pooler, only the transaction-scoped form holds" if kinds else ""),
+                paths=tuple(dict.fromkeys(p for ps in kinds.values() for p in ps)),
                 locks=(lock.id,),
             )
 

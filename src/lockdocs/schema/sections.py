@@ -31,6 +31,15 @@ TRANSACTION = obj(
             "kinds that name none share one default database. `per call`: each call picks its "
             "database (a tenant's, say), so two runs of one path may be on two databases."
         ),
+        "pooler": string(
+            "`transaction` when a connection pooler between the application and Postgres "
+            "hands out a server connection per transaction (PgBouncer's pool_mode = "
+            "transaction). A session-scoped lock taken in this kind stays on that server "
+            "connection when the transaction ends: the path no longer holds it (the analysis "
+            "drops it there), the next client given that connection does, and an unlock sent "
+            "later runs on another connection and unlocks nothing (LD303 says so).",
+            enum=["transaction", "session"],
+        ),
         "notes": string("Further prose."),
     },
 )

@@ -27,6 +27,7 @@ class TxView:
     on_timeout: str | None
     notes: str | None
     database: str | None
+    pooler: str | None = None  # transaction: a pooler hands out a connection per transaction
 
 
 def tx_view(ctx: Context, tk: m.TransactionKind) -> TxView:
@@ -48,6 +49,7 @@ def tx_view(ctx: Context, tk: m.TransactionKind) -> TxView:
         on_timeout=tk.on_timeout,
         notes=tk.notes,
         database=tk.database,
+        pooler=tk.pooler,
     )
 
 
