@@ -228,3 +228,24 @@ def test_a_freed_row_goes_to_a_new_request_before_the_woken_waiter(db: str) -> N
     assert answers.get("holder") == "40P01", answers
     for c in (witness, waiter, queued, holder):
         c.close()
+
+
+def test_a_row_another_transaction_inserted_and_has_not_committed_is_not_there(db: str) -> None:
+    """Item 7's private rows: another transaction's FOR UPDATE and UPDATE of a row inserted and
+    not yet committed find no row, at once; nothing waits for it. (An INSERT of the same key
+    would wait: such a row is not private, which the format's inserted: says.)"""
+    writer = _session(db)
+    other = _session(db)
+    try:
+        writer.execute("insert into parent values (7)")
+        writer.execute("select 1 from parent where id = 7 for update")
+        started = time.monotonic()
+        assert other.execute("select 1 from parent where id = 7 for update").fetchall() == []
+        assert other.execute("update parent set id = 7 where id = 7").rowcount == 0
+        assert time.monotonic() - started < 0.15
+        assert _waits(other, "insert into parent values (7)")  # the same key: it waits
+    finally:
+        other.rollback()
+        writer.rollback()
+        other.close()
+        writer.close()

@@ -127,6 +127,17 @@ def _sync(held: str) -> Spec:
     return Spec((sync, *rows), (Path("nightly", nightly), Path("repair", repair)))
 
 
+def _orders(name: str, own: tuple[Take, ...]) -> Spec:
+    order, stock = Lock("order", "row", True, (UPD,)), Lock("stock", "row", True, (NKU,))
+    return Spec(
+        (order, stock),
+        (
+            Path(name, (*own, Take("stock", NKU))),
+            Path("cancel-order", (Take("stock", NKU), Take("order", UPD))),
+        ),
+    )
+
+
 CASES: dict[str, Spec] = {
     # shape 1: instances tied to the iteration, whose order refines the lock's
     "silent-keyed-instances-follow-the-sort": _ledger(_LINES),
@@ -184,6 +195,10 @@ CASES: dict[str, Spec] = {
     # item 7: a session lock through a transaction-mode pooler is the transaction's only
     "report-session-lock-through-transaction-pooler": _sync("transaction"),
     "silent-session-lock-held-across-commit": _sync("session"),
+    # item 7: a row only the transaction that inserted it can see (the oracle has no such
+    # take: nothing else can want it, and it never waits; tests/test_pg_verdicts.py measures it)
+    "silent-lock-of-own-inserted-row": _orders("place-order", ()),
+    "report-lock-of-an-existing-row": _orders("confirm-order", (Take("order", UPD),)),
     # item 8's messages, on shapes whose verdict stays
     "report-cycle-between-two-branches": Spec(
         (Lock("account", "row", False, (NKU,)), Lock("ledger", "row", False, (NKU,))),

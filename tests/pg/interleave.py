@@ -256,6 +256,15 @@ class Compiler:
             t == step.recheck and at != step.location for t, at in st.written
         ):
             return [st]  # no earlier write of the table: Postgres checks no key again
+        if step.inserted and self.kind(step.lock) == "row":
+            # a row of its own (its transaction id makes the key no other transaction
+            # inserts): the insert locks it, and nobody else can see it before the commit
+            table = sq.table_of(self.model.locks[step.lock].table, step.lock)
+            sql = f"insert into {table.sql} (id) values (1000000 + pg_current_xact_id()::text::int)"
+            st = st.fork()
+            t = self.target(step.lock, 0)
+            st.actions.append(Action(sql, f"{step.lock} inserted row", t, step.mode))
+            return [st]
         if step.claimed and self.kind(step.lock) == "row":
             # the rows this transaction claimed: those its own transaction id locks (xmax; a
             # row two transactions share FOR SHARE has a multixact there, so it is not found)

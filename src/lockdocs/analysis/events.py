@@ -29,6 +29,9 @@ class Held(NamedTuple):
     # For a lock declared `instances: {within: P}`: "@" + the instance of P it was taken under
     # (held for sure then), "" if none; see graph.Edge.wanted_parent.
     parent: str = ""
+    # A row this transaction inserted itself (Take.inserted): no other transaction can see it,
+    # so nobody waits for it; it makes no edges.
+    private: bool = False
 
 
 class Event(NamedTuple):

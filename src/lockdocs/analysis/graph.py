@@ -132,8 +132,8 @@ def _edges_of(ev: Event, ctx: Facts, backend: str | None) -> list[Edge]:
     # Only projects that declare parents (instances: {within: ...}) pay for them.
     parents = ctx.has_parents
     for h in ev.held:
-        if h.lock == ev.lock and (h.instance == ev.instance or lock.singleton):
-            continue
+        if h.private or (h.lock == ev.lock and (h.instance == ev.instance or lock.singleton)):
+            continue  # (a row only this transaction can see: nobody waits for it)
         # Sorted only when both instances belong to one sorted run: two iterations of one run
         # of a loop over the lock's elements in its declared order, or two named instances, the
         # later taken with that order. Anything else (an instance held from before the loop, a

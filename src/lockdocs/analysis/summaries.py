@@ -68,6 +68,7 @@ class _Item(NamedTuple):
     line: int
     # for a take in loops nested in the summarised steps: their orders, outermost first
     inner: tuple[str | None, ...] = ()
+    private: bool = False  # a row the transaction inserted (Take.inserted)
 
 
 @dataclass(frozen=True)
@@ -215,7 +216,14 @@ class Summaries(WalkBase):
                 where = "~" + where  # survives the end of a transaction
             return _Summary(
                 added=(
-                    _Item(step.lock, self.take_mode(step), where, step.order, step.location.line),
+                    _Item(
+                        step.lock,
+                        self.take_mode(step),
+                        where,
+                        step.order,
+                        step.location.line,
+                        private=step.inserted,
+                    ),
                 )
             )
         if isinstance(step, m.Loop):
@@ -303,6 +311,6 @@ class Summaries(WalkBase):
                 if found is not None:
                     order, at = found
                     run = run_id(inner.loops[at], ".".join(inner.iteration[:at]), order)
-            held = Held(it.lock, it.mode, instance, run, it.line, True)
+            held = Held(it.lock, it.mode, instance, run, it.line, True, private=it.private)
             out.append((held, where == "again"))
         return tuple(out)

@@ -85,6 +85,10 @@ class Takes(Summaries):
         lock = self.model.locks[lock_id]
         if step.claimed and not lock.singleton:
             return self._claimed(path, st, step, frame)
+        if any(h.lock == lock_id and h.private for h in st.held) or step.inserted:
+            private = self._private(st, step, frame)
+            if private is not None:
+                return [private]
         parent = _parent(st.held, lock.within, step.under) if lock.within else ""
         if step.again and not lock.singleton:
             # The instance already held (one of them, if several): a certain one first, else
@@ -133,6 +137,29 @@ class Takes(Summaries):
                 continue
             out.extend(self._take_instance(st, ev, step))
         return out
+
+    def _private(self, st: State, step: m.Take, frame: Frame) -> State | None:
+        """A take of a row only this transaction can see (one it inserted): held, and so a
+        re-take where taken again, but never waited for or waiting; None when `step` takes
+        another instance."""
+        lock = self.model.locks[step.lock]
+        instance, run = self._instance(step, frame)
+        if step.again and not lock.singleton:
+            mine = [h for h in st.held if h.lock == step.lock and h.private]
+            if not mine:
+                return None
+            instance, run = mine[-1].instance, mine[-1].run
+        same = [h for h in st.held if h.lock == step.lock and h.instance == instance]
+        if same and not any(h.private for h in same):
+            return None
+        if not step.inserted and not same:
+            return None
+        if any(h.mode == self.take_mode(step) for h in same):
+            return st
+        held = Held(
+            step.lock, self.take_mode(step), instance, run, step.location.line, private=True
+        )
+        return st._replace(held=(*st.held, held))
 
     def _claimed(self, path: m.Path, st: State, step: m.Take, frame: Frame) -> list[State]:
         """A take of the rows the path claimed: each instance of the lock it holds (held maybe

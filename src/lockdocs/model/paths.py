@@ -40,6 +40,10 @@ class Take:
     # claimed: the rows an earlier take of the path locked (UPDATE ... FROM (SELECT ... FOR
     # UPDATE SKIP LOCKED)): every instance of the lock it holds, re-taken; never another one.
     claimed: bool = False
+    # inserted: a row this transaction inserted itself, with a key no other transaction can
+    # insert: invisible to the others until the commit, so it never waits and nobody waits
+    # for it.
+    inserted: bool = False
 
     @property
     def how_it_avoids_waiting(self) -> str | None:

@@ -159,6 +159,14 @@ def resolve_take(
             "keep claimed: for a statement over all the rows claimed earlier, or the other "
             "for one row",
         )
+    if raw.get("inserted") and lock.kind != "row":
+        rv.err(
+            "LD003",
+            doc.loc((*p, "inserted"), key=True),
+            f"inserted: says the take locks a row the transaction inserted, and '{name}' is "
+            f"{lock.kind}",
+            "remove inserted:, or take the row lock of the inserted row",
+        )
     if option and lock.kind != "row":
         rv.err(
             "LD006",
@@ -185,6 +193,7 @@ def resolve_take(
         instance=raw.get("instance"),
         again=bool(raw.get("again", False)),
         claimed=bool(raw.get("claimed", False)),
+        inserted=bool(raw.get("inserted", False)),
         order=raw.get("order"),
         option=option,
         attempt=attempt,

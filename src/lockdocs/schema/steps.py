@@ -32,6 +32,17 @@ def step_schema() -> dict[str, Any]:
                     "took, say), not another one; with none held, the path's one instance."
                 ),
             },
+            "inserted": {
+                "type": "boolean",
+                "description": (
+                    "The row is one this transaction inserted itself (INSERT ... RETURNING, then "
+                    "SELECT ... FOR UPDATE of it), with a key no other transaction can insert (a "
+                    "sequence, a random UUID). Until the commit no other transaction can see it, "
+                    "so the take never waits and nobody waits for it: it makes no lock-order "
+                    "edge. (Two transactions that insert the same key do wait for each other: "
+                    "that row is not private.)"
+                ),
+            },
             "claimed": {
                 "type": "boolean",
                 "description": (

@@ -31,6 +31,7 @@ class StepView:
     backend: str | None = None
     again: bool = False
     claimed: bool = False  # the rows an earlier take of the path claimed, and no others
+    inserted: bool = False  # a row the transaction inserted: no other one sees it yet
     held_before: str = "never"  # never | always | sometimes: the lock was already held
     upgrade_from: str | None = None
     label: str | None = None
@@ -292,6 +293,7 @@ class StepLines:
             backend=step.backend,
             again=step.again,
             claimed=step.claimed,
+            inserted=step.inserted,
             held_before=held_before,
             upgrade_from=upgrade_from,
             derived=step.derived,
