@@ -28,7 +28,7 @@ SPECS = Path(__file__).resolve().parent / "fixtures" / "specs"
 # Default severities, copied from the rules reference (`lockdocs rules`): these are errors,
 # every other code is a warning or info and never fails a check.
 ERROR_CODES = frozenset(
-    {"LD102", "LD104", "LD105", "LD106", "LD201", "LD202", "LD203", "LD204", "LD209"}
+    {"LD102", "LD104", "LD105", "LD106", "LD201", "LD202", "LD203", "LD204", "LD205", "LD209"}
     | {"LD306", "LD308", "LD401"}
     | {f"LD50{i}" for i in range(1, 8)}
 )

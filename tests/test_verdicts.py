@@ -138,6 +138,14 @@ def _orders(name: str, own: tuple[Take, ...]) -> Spec:
     )
 
 
+def _two_connections(commits: bool) -> Spec:
+    rows = (Lock("account", "row", True, (NKU,)), Lock("ledger", "row", True, (NKU,)))
+    between = (Commit(),) if commits else ()
+    post = (Take("account", NKU), *between, Take("ledger", NKU))
+    close = (Take("ledger", NKU), Take("account", NKU))
+    return Spec(rows, (Path("post", post), Path("close", close)))
+
+
 CASES: dict[str, Spec] = {
     # shape 1: instances tied to the iteration, whose order refines the lock's
     "silent-keyed-instances-follow-the-sort": _ledger(_LINES),
@@ -199,6 +207,10 @@ CASES: dict[str, Spec] = {
     # take: nothing else can want it, and it never waits; tests/test_pg_verdicts.py measures it)
     "silent-lock-of-own-inserted-row": _orders("place-order", ()),
     "report-lock-of-an-existing-row": _orders("confirm-order", (Take("order", UPD),)),
+    # item 7: a path on two connections (the worker holds what either holds; whether Postgres
+    # sees the cycle is the finding's wording and replay's answer)
+    "report-cycle-through-two-connections-hangs": _two_connections(commits=False),
+    "silent-second-connection-after-commit": _two_connections(commits=True),
     # item 8's messages, on shapes whose verdict stays
     "report-cycle-between-two-branches": Spec(
         (Lock("account", "row", False, (NKU,)), Lock("ledger", "row", False, (NKU,))),

@@ -32,6 +32,7 @@ class Held(NamedTuple):
     # A row this transaction inserted itself (Take.inserted): no other transaction can see it,
     # so nobody waits for it; it makes no edges.
     private: bool = False
+    connection: str = ""  # the connection that holds it ("" the path's own: Take.connection)
 
 
 class Event(NamedTuple):
@@ -65,6 +66,7 @@ class Event(NamedTuple):
     upgrade_from: tuple[str, ...] = ()
     loops: tuple[str, ...] = ()  # for a take: the loops it stands in, outermost first
     parent: str = ""  # for a take of a lock within a parent: see Held.parent
+    connection: str = ""  # for a take: the connection it runs on ("" the path's own)
 
 
 @dataclass(frozen=True)

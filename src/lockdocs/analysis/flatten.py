@@ -170,7 +170,14 @@ class Flattener(Takes):
             self.emit(common._replace(kind=step.how, wrote=st.wrote))
             if step.how == "leave_open":
                 return [st]
-            held = tuple(h for h in st.held if self.outlives(h.lock, st.txkind))
+            if step.connection:  # another connection's transaction: only its locks go
+                held = tuple(
+                    h
+                    for h in st.held
+                    if h.connection != step.connection or self.outlives(h.lock, None)
+                )
+                return [st._replace(held=held)]
+            held = tuple(h for h in st.held if h.connection or self.outlives(h.lock, st.txkind))
             return [st._replace(held=held, open=False, wrote=False, tables=())]
         raise AssertionError(f"unknown step {step!r}")  # pragma: no cover
 

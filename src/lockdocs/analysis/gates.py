@@ -63,6 +63,7 @@ def _signature(e: Edge, ctx: Context) -> tuple[object, ...]:
         e.held_parent,
         e.sorted_by,
         e.dims,
+        e.split,
     )
 
 

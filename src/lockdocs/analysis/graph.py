@@ -71,6 +71,10 @@ class Edge(NamedTuple):
     # A cycle whose every hop moves forward on one dimension, one of them strictly, cannot
     # close (analysis/search.py).
     dims: tuple[tuple[str, str], ...] = ()
+    # The connection that waits ("" the path's own), and whether src is held on another one of
+    # the same worker (Take.connection): Postgres then sees the holder idle, not waiting.
+    connection: str = ""
+    split: bool = False
 
     def sort_key(self) -> tuple[str, int, int, str, str]:
         return (self.location.file, self.location.line, self.location.column, self.src, self.dst)
@@ -160,6 +164,8 @@ def _edges_of(ev: Event, ctx: Facts, backend: str | None) -> list[Edge]:
             dims = _dims(ctx, ev, h, sorted_by, backend)
             if dims or sorted_by:
                 e = e._replace(sorted_by=sorted_by, dims=dims)
+        if ev.connection or h.connection:
+            e = e._replace(connection=ev.connection, split=ev.connection != h.connection)
         out.append(_with_parents(e, ev, h, ctx) if parents else e)
     return out
 

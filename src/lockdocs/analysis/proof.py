@@ -37,6 +37,10 @@ class Hop:
     # transaction whose hold of the row (held_mode) makes the previous hop's request wait and
     # so queue behind this one; it is not on the cycle itself.
     queued_by: Hop | None = None
+    # The other connection of the worker the wait is on ("" its own; Take.connection), and
+    # whether what it holds on the cycle is on another one: then Postgres never sees the cycle.
+    connection: str = ""
+    split: bool = False
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,8 @@ def hop(e: Edge, upgrade: bool = False) -> Hop:
         e.through,
         upgrade,
         hop(e.queued_by) if e.queued_by is not None else None,
+        e.connection,
+        e.split,
     )
 
 

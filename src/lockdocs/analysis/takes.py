@@ -29,7 +29,8 @@ class Takes(Summaries):
     def begin(
         self, path: m.Path, st: State, kind: str | None, loc: Location, frame: Frame, number: int
     ) -> list[State]:
-        held = tuple(h for h in st.held if self.outlives(h.lock, st.txkind))
+        # (another connection's transaction goes on: take ... connection:)
+        held = tuple(h for h in st.held if h.connection or self.outlives(h.lock, st.txkind))
         st = State(held, number, kind, st.branch, True, False, st.skipped)
         self.emit(
             Event(
@@ -110,16 +111,18 @@ class Takes(Summaries):
         if order is None and step.instance is None and loops:
             order = loops[-1].order
         avoids = step.how_it_avoids_waiting
+        conn = step.connection or ""
         for instance, run in targets:
             # (positional: a take is the hottest path of the analysis)
             ev = Event(
                 "acquire", path.id, step.location, st.held, st.transaction, st.txkind,
                 st.branch, lock_id, mode, instance, run, bool(loops), order, step.via,
                 frame.through, avoids, step.implicit, step.changes_key, "", step.note,
-                False, (), frame.loop_ids, parent,
+                False, (), frame.loop_ids, parent, conn,
             )  # fmt: skip
             for h in st.held:
-                if h.lock == lock_id and h.instance == instance:
+                # (held on another connection: another transaction's, so not a re-take)
+                if h.lock == lock_id and h.instance == instance and h.connection == conn:
                     break
             else:
                 # The common case: a first acquisition of an instance not held at all.
@@ -132,6 +135,7 @@ class Takes(Summaries):
                     step.location.line,
                     step.option == "skip locked",
                     parent,
+                    connection=conn,
                 )
                 out.append(State((*st.held, held), *st[1:]))
                 continue
@@ -204,7 +208,11 @@ class Takes(Summaries):
     def _take_instance(self, st: State, ev: Event, step: m.Take) -> list[State]:
         lock_id, mode, instance, run = ev.lock, ev.mode, ev.instance, ev.run
         kind = self.lock_kind(lock_id)
-        same = [h for h in st.held if h.lock == lock_id and h.instance == instance]
+        same = [
+            h
+            for h in st.held
+            if h.lock == lock_id and h.instance == instance and h.connection == ev.connection
+        ]
         must = tuple(dict.fromkeys(h.mode for h in same if not h.maybe))
         maybe = tuple(dict.fromkeys(h.mode for h in same if h.maybe and h.mode not in must))
         line = step.location.line
@@ -215,7 +223,16 @@ class Takes(Summaries):
             # skipped), and kept apart from the modes held for sure.
             at = min((h.acquired_at for h in same if not h.maybe), default=line)
             parent = next((h.parent for h in same if not h.maybe and h.parent), ev.parent)
-            new = Held(lock_id, mode, instance, run, at, step.option == "skip locked", parent)
+            new = Held(
+                lock_id,
+                mode,
+                instance,
+                run,
+                at,
+                step.option == "skip locked",
+                parent,
+                connection=ev.connection,
+            )
             mine = _reduce(
                 kind, (*(h for h in same if not h.maybe), new, *(h for h in same if h.maybe))
             )

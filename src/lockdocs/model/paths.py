@@ -44,6 +44,9 @@ class Take:
     # insert: invisible to the others until the commit, so it never waits and nobody waits
     # for it.
     inserted: bool = False
+    # connection: the worker runs this take on another connection of its own (a second pool
+    # connection), in a transaction of that connection's; None: the path's own connection.
+    connection: str | None = None
 
     @property
     def how_it_avoids_waiting(self) -> str | None:
@@ -130,6 +133,7 @@ class End:
     location: Location
     note: str | None = None
     backend: str | None = None
+    connection: str | None = None  # the other connection whose transaction ends (Take.connection)
 
 
 @dataclass(frozen=True)

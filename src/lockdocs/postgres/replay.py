@@ -23,6 +23,7 @@ from lockdocs.postgres.logs import Wait, advisory_tag_of, parse_detail
 from lockdocs.postgres.scenario import HANG, PRODUCTION_DEADLOCK_TIMEOUT_MS, Scenario, Step
 
 REPLAY_DEADLOCK_TIMEOUT_MS = 100
+HANG_SECONDS = 1.0  # how long a replay waits before it calls a cycle nothing breaks a hang
 LONG_DEADLOCK_TIMEOUT_MS = 60_000
 CANCELLED = "57014"  # our own cancel at the time limit
 # The words a session's BEGIN may hold (the schema's enum; nothing else is ever written there).
@@ -191,7 +192,9 @@ def replay(
             )
             for st in scenario.steps
         ]
-        run = driver.run(dsn, setups, schedule, time_limit=time_limit, observer=obs)
+        # A hang is one nothing breaks: a second, ten deadlock_timeouts of the replay, shows it.
+        limit = min(time_limit, HANG_SECONDS) if scenario.expected == HANG else time_limit
+        run = driver.run(dsn, setups, schedule, time_limit=limit, observer=obs)
         names = _Names(scenario, run, obs)
     verdict.answers = run.answers
     verdict.timed_out = run.timed_out

@@ -242,17 +242,21 @@ def from_finding(model: m.Model, d: Diagnostic, schema: str | None = None) -> Sc
     helper_sessions: list[Session] = []
     first_helper = k + sum(1 for h in proof.hops if h.queued_by is not None)
 
-    def on(i: int, lock_id: str, action: str) -> int:
-        """The session that takes (holds) or asks for `lock_id` for session i: itself, or for
-        an in-process lock a connection of its own."""
-        if lock_kind(model, lock_id, backend) != "memory":
+    def on(i: int, lock_id: str, action: str, connection: str = "") -> int:
+        """The session that takes (holds) or asks for `lock_id` for session i: itself; for an
+        in-process lock a connection of its own; for a take the path declares on another of
+        its connections (connection:), a session named after it."""
+        if connection:
+            key = (i, "." + connection)
+        elif lock_kind(model, lock_id, backend) == "memory":
+            key = (i, ".app" if action == "take" else ".wait")
+        else:
             return i
-        if (i, action) not in helpers:
-            helpers[(i, action)] = first_helper + len(helper_sessions)
+        if key not in helpers:
+            helpers[key] = first_helper + len(helper_sessions)
             base = (*sessions, *extra)[i]
-            mark = ".app" if action == "take" else ".wait"
-            helper_sessions.append(Session(base.name + mark, base.path))
-        return helpers[(i, action)]
+            helper_sessions.append(Session(base.name + key[1], base.path))
+        return helpers[key]
 
     def takes(i: int, h: Hop, instance_of: Callable[[Held], int]) -> None:
         for held in h.held:
@@ -264,7 +268,7 @@ def from_finding(model: m.Model, d: Diagnostic, schema: str | None = None) -> Sc
             t, stmt = _take(model, backend, held.lock, mode, n, schema, option)
             add(
                 Step(
-                    on(i, held.lock, "take"),
+                    on(i, held.lock, "take", held.connection),
                     "take",
                     held.lock,
                     mode,
@@ -290,7 +294,15 @@ def from_finding(model: m.Model, d: Diagnostic, schema: str | None = None) -> Sc
             n = cycle[i] if proof.kind == "upgrade" else cycle[(i + 1) % k]
         mode = _mode_on(model, h.wants, h.wanted_mode, backend)
         t, stmt = _take(model, backend, h.wants, mode, n, schema)
-        return Step(on(i, h.wants, "want"), "want", h.wants, mode, t, stmt, location=h.location)
+        return Step(
+            on(i, h.wants, "want", h.connection),
+            "want",
+            h.wants,
+            mode,
+            t,
+            stmt,
+            location=h.location,
+        )
 
     moves = proof.schedule or (*((i, "take") for i in range(k)), *((i, "want") for i in range(k)))
     for s, what in moves:
@@ -318,7 +330,7 @@ def from_finding(model: m.Model, d: Diagnostic, schema: str | None = None) -> Sc
             target = ask(q).target
             sql = "commit" if what == "end" else ""
             add(Step(s, what, proof.hops[q].wants, "", target, sql))
-    if helper_sessions:
+    if any(key[1] in (".app", ".wait") for key in helpers):
         stand_ins.append(
             "in-process locks are held on a connection of the session's own (T1.app) and asked "
             "for on a third (T1.wait), so the server cannot see who waits for whom there, as it "
@@ -342,6 +354,13 @@ def _expectation(
     model: m.Model, proof: Proof, sessions: tuple[Session, ...], backend: str | None
 ) -> tuple[str, str]:
     unseen = sorted({h.wants for h in proof.hops if lock_kind(model, h.wants, backend) == "memory"})
+    split = [h for h in proof.hops if h.split]
+    if split and not unseen:
+        h = split[0]
+        return HANG, (
+            f"{h.path} holds {h.holds} on one of its connections and waits on another: "
+            "Postgres sees that session idle, so nothing breaks the cycle"
+        )
     if unseen:
         # Postgres sees part of the cycle only: a lock_timeout on a database wait ends it
         timed = [

@@ -107,9 +107,25 @@ def resolve_steps(
             ctx.begins.append((raw["begin"], doc, (*p, "begin")))
             out.append(m.Begin(raw["begin"], loc, raw.get("note"), raw.get("backend")))
         elif "commit" in raw:
-            out.append(m.End("commit", loc, raw.get("commit") or None, raw.get("backend")))
+            out.append(
+                m.End(
+                    "commit",
+                    loc,
+                    raw.get("commit") or None,
+                    raw.get("backend"),
+                    raw.get("connection"),
+                )
+            )
         elif "rollback" in raw:
-            out.append(m.End("rollback", loc, raw.get("rollback") or None, raw.get("backend")))
+            out.append(
+                m.End(
+                    "rollback",
+                    loc,
+                    raw.get("rollback") or None,
+                    raw.get("backend"),
+                    raw.get("connection"),
+                )
+            )
         elif "leave_open" in raw:
             out.append(m.End("leave_open", loc, raw.get("leave_open") or None, raw.get("backend")))
         elif "release" in raw and rv.lock_ref(doc, (*p, "release"), raw["release"], locks):
@@ -194,6 +210,7 @@ def resolve_take(
         again=bool(raw.get("again", False)),
         claimed=bool(raw.get("claimed", False)),
         inserted=bool(raw.get("inserted", False)),
+        connection=raw.get("connection"),
         order=raw.get("order"),
         option=option,
         attempt=attempt,

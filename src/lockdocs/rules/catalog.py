@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from lockdocs.rules import (
     codescan,
+    connections,
     declarations,
     declared,
     declared_levels,
@@ -28,6 +29,7 @@ from lockdocs.rules.registry import REGISTRY, RuleInfo
 
 RULE_MODULES = (
     codescan,
+    connections,
     declarations,
     declared,
     declared_levels,

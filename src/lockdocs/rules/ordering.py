@@ -149,8 +149,21 @@ def check_cycles(ctx: Context) -> Iterable[Diagnostic]:
                     f"({e.wanted_mode})"
                 )
             unseen = unseen_waits(ctx, backend, cycle)
+            split = [e for e in cycle.edges if e.split]
             hang = ""
-            if unseen:
+            if split and not unseen:
+                e = split[0]
+                hang = (
+                    f"; it hangs: '{e.path}' holds {e.src} on one connection and waits on "
+                    "another, so Postgres sees the holder idle and never sees the cycle"
+                )
+                details.append(
+                    f"A hang, not a deadlock: '{e.path}' holds {e.src} on one of its "
+                    f"connections and waits for {e.dst} on another; Postgres sees the first "
+                    "session idle, not waiting, so it sees no cycle to break; "
+                    f"{hang_end(ctx, backend, cycle, [])}."
+                )
+            elif unseen:
                 ends = hang_end(ctx, backend, cycle, unseen)
                 waits = _and(unseen)
                 many = len(unseen) > 1
@@ -169,7 +182,9 @@ def check_cycles(ctx: Context) -> Iterable[Diagnostic]:
             details.extend(
                 "  " + line
                 for line in interleaving(
-                    tuple(names), cycle.edges, "hang (nothing breaks it)" if unseen else "deadlock"
+                    tuple(names),
+                    cycle.edges,
+                    "hang (nothing breaks it)" if unseen or split else "deadlock",
                 )
             )
             details.extend(stand_in_lines(ctx, backend, cycle, names))

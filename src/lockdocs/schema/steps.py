@@ -32,6 +32,15 @@ def step_schema() -> dict[str, Any]:
                     "took, say), not another one; with none held, the path's one instance."
                 ),
             },
+            "connection": string(
+                "The worker runs this take on another connection of its own (a second "
+                "connection from the pool, a separate session), named here; its locks belong "
+                "to that connection's transaction, which a commit: or rollback: with the same "
+                "connection: ends. The worker waits while either connection does, but Postgres "
+                "sees two sessions: a wait on one for a lock the other holds never ends, and a "
+                "cycle through a hop that holds on one connection and waits on the other is a "
+                "hang, not a 40P01."
+            ),
             "inserted": {
                 "type": "boolean",
                 "description": (
@@ -228,10 +237,21 @@ def step_schema() -> dict[str, Any]:
         "End the transaction: commit, roll back, or return with it left open.",
         {
             "commit": string("A note on the commit (may be empty)."),
+            "connection": string(
+                "The other connection whose transaction this ends (take: ... connection:); the "
+                "path's own when omitted."
+            ),
         },
         ["commit"],
     )
-    rollback = obj("Roll back.", {"rollback": string("A note.")}, ["rollback"])
+    rollback = obj(
+        "Roll back.",
+        {
+            "rollback": string("A note."),
+            "connection": string("The other connection whose transaction this ends."),
+        },
+        ["rollback"],
+    )
     leave_open = obj(
         "Return with the transaction still open; its locks stay held through later steps.",
         {"leave_open": string("Who ends it and when.")},

@@ -32,6 +32,7 @@ class StepView:
     again: bool = False
     claimed: bool = False  # the rows an earlier take of the path claimed, and no others
     inserted: bool = False  # a row the transaction inserted: no other one sees it yet
+    connection: str | None = None  # another connection of the worker the take runs on
     held_before: str = "never"  # never | always | sometimes: the lock was already held
     upgrade_from: str | None = None
     label: str | None = None
@@ -294,6 +295,7 @@ class StepLines:
             again=step.again,
             claimed=step.claimed,
             inserted=step.inserted,
+            connection=step.connection,
             held_before=held_before,
             upgrade_from=upgrade_from,
             derived=step.derived,
