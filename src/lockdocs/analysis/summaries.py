@@ -250,7 +250,9 @@ class Summaries(WalkBase):
         if isinstance(step, m.Release):
             return _Summary(released=frozenset({step.lock}))
         if isinstance(step, m.End):
-            return _Summary() if step.how == "leave_open" else _Summary(drops_transaction=True)
+            # (another connection's end drops only its own locks: nothing for sure here)
+            keeps = step.how == "leave_open" or step.connection is not None
+            return _Summary() if keeps else _Summary(drops_transaction=True)
         if isinstance(step, m.Begin):
             tk = self.model.transactions.get(step.transaction)
             first: tuple[_Item, ...] = ()

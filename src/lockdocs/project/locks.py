@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from lockdocs import model as m
-from lockdocs.analysis.columns import key_columns
+from lockdocs.analysis.columns import key_columns, part_column
 from lockdocs.grammar import an
 from lockdocs.keys import resolve_key
 from lockdocs.modes import modes_for_kind
@@ -147,8 +147,19 @@ def instance_columns(raw: dict[str, Any], key: m.Key | None, singleton: object) 
 
 def check_parents(rv: Resolver, locks: dict[str, m.Lock]) -> None:
     """instances: {within: P}: P is another declared lock with instances of its own, and
-    following within: from any lock never comes back to it."""
+    following within: from any lock never comes back to it. instances: {key: [...]} names
+    columns."""
     for lid, lock in locks.items():
+        declared = ((rv.data.get("locks") or {}).get(lid) or {}).get("instances") or {}
+        for n, col in enumerate(declared.get("key") or ()):
+            if part_column(str(col)) is None:
+                rv.err(
+                    "LD003",
+                    rv.ld.loc(("locks", lid, "instances", "key", n)),
+                    f"'{col}' is not a column name",
+                    "name the column as the rows a loop walks carry it: letters, digits and "
+                    "'_', e.g. account_id",
+                )
         if lock.instance_order == "none":
             rv.err(
                 "LD003",
