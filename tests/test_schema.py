@@ -76,9 +76,10 @@ def test_lock_schema_and_model_in_step() -> None:
     props = set(locks_schema()["properties"]["locks"]["additionalProperties"]["properties"])
     model_fields = _fields(m.Lock) - {"id", "location"}
     mapped = {RENAMED.get(p, p) for p in props}
-    # instances: holds order (instance_order) and within
+    # instances: holds order (instance_order), within and key (the model's columns)
     lock = locks_schema()["properties"]["locks"]["additionalProperties"]
-    mapped |= set(lock["properties"]["instances"]["properties"]) - {"order"}
+    instances = set(lock["properties"]["instances"]["properties"]) - {"order"}
+    mapped |= {"columns" if p == "key" else p for p in instances}
     assert mapped == model_fields, mapped ^ model_fields
 
 

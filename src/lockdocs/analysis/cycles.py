@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lockdocs.analysis.columns import same_order
 from lockdocs.analysis.facts import Facts as Context
 from lockdocs.analysis.gates import gate, representatives, waits
 from lockdocs.analysis.graph import Edge, LockGraph
 from lockdocs.analysis.search import Order, Search, closes, forward
+from lockdocs.model.columns import same_order
 
 # States one search (one starting hop) may visit unless locks.yaml says otherwise (`limits:
 # {cycle_search: N}`), and all searches of one graph together (ten times that).

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, TypeVar
 
 from lockdocs import model as m
-from lockdocs.analysis.columns import dimension_columns, dimension_of, dimensions, nested
 from lockdocs.analysis.events import Event, Held
 from lockdocs.analysis.facts import Facts
 from lockdocs.diagnostics import Location
+from lockdocs.model.columns import dimension_columns, dimension_of, dimensions, nested
 from lockdocs.modes import covers
 
 T = TypeVar("T", int, str)
@@ -64,7 +64,7 @@ class Edge(NamedTuple):
     wanted_parent: str | None = None
     held_parent: str | None = None
     # For a sorted self-edge (ordered): the order its run follows (the lock's declared order,
-    # or the one a keyed lock follows in a loop sorted by its columns; see analysis/columns).
+    # or the one a keyed lock follows in a loop sorted by its columns; see model/columns).
     sorted_by: str = ""
     # What the held and the wanted instance are to each other on each dimension (a column
     # tuple a sort says something about): "<" the wanted one comes later, "<=" not earlier.

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from lockdocs import model as m
-from lockdocs.analysis.columns import followed, nested, same_order
 from lockdocs.analysis.events import Held
 from lockdocs.analysis.states import Frame, LoopFrame
 from lockdocs.analysis.walkbase import WalkBase
+from lockdocs.model.columns import followed, nested, same_order
 
 
 def sorted_by(
@@ -32,7 +32,7 @@ def sorted_by(
     belongs to: the take's own `order:` or, for the loop's element lock, the loop's, when that
     is the lock's declared order; or, for a lock keyed by columns, the leading columns of the
     nest's sort that make up its key, from the outermost loop whose nest sorts by them
-    (analysis/columns.py). None: in no known order."""
+    (model/columns.py). None: in no known order."""
     last = len(loops) - 1
     if take_order is not None:
         ok = same_order(take_order, lock.instance_order)

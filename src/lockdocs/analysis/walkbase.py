@@ -24,7 +24,7 @@ class WalkBase:
     path_start: int = 0
     limit: int = 0
     # Each loop's order by its id (the instances a loop names carry its id): what a sorted loop
-    # says about keyed instances (analysis/columns.py) is read from it.
+    # says about keyed instances (model/columns.py) is read from it.
     loop_orders: dict[str, str | None] = field(default_factory=dict)
 
     def lock_kind(self, lock_id: str) -> str:

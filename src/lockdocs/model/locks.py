@@ -148,7 +148,7 @@ class Lock:
     # instances: {within: P}: every instance belongs to one instance of lock P (a job to a run).
     within: str | None = None
     # The columns that name one instance (instances: {key: [...]}, or the key's parts where
-    # each names a column): a take in a loop over rows is the current row's (analysis/columns).
+    # each names a column): a take in a loop over rows is the current row's (model/columns).
     columns: tuple[str, ...] = ()
     # The key names an object of the whole cluster (a role), not of one database.
     cluster_wide: bool = False

@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from lockdocs import model as m
-from lockdocs.analysis.columns import key_columns, part_column
 from lockdocs.grammar import an
 from lockdocs.keys import resolve_key
+from lockdocs.model.columns import key_columns, part_column
 from lockdocs.modes import modes_for_kind
 from lockdocs.project.state import Resolver, did_you_mean, via
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from lockdocs.analysis.columns import same_order
 from lockdocs.diagnostics import Diagnostic, Location, Severity
 from lockdocs.model import Rule
+from lockdocs.model.columns import same_order
 from lockdocs.rules.context import Context, once_per_step
 from lockdocs.rules.registry import rule
 

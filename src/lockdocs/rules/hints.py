@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lockdocs.analysis.columns import Order, parse_order
+from lockdocs.model.columns import Order, parse_order
 
 if TYPE_CHECKING:
     from lockdocs import model as m

@@ -1,4 +1,6 @@
-"""The columns an instance is named by, and what a loop's sort says about them.
+"""The columns an instance is named by, and what a loop's sort says about them: the words of
+the declarations the analysis reads (the model layer, so resolving the declarations needs no
+analysis).
 
 A lock's instances are often named by columns of the rows a loop walks: an account lock keyed
 by `account_id::text`, a balance lock keyed by (journal_id, account_id, currency). When the
@@ -18,7 +20,7 @@ Both are per column tuple (a *dimension*), and a hop of a wait cycle carries the
 held and wanted instances have on each: `<` for a sorted run (a wait is for a later instance),
 `<=` for a later iteration of a sorted loop. A cycle whose every hop moves forward on one
 dimension, and strictly on one of them, would need that dimension to come back to where it
-started: it cannot happen (analysis/search.py).
+started: it cannot happen (lockdocs.analysis.search).
 
 The words are lockdocs' own (an order is `ascending` or `descending` and one column or a
 parenthesised list; a key part is a column name, optionally with a `::type` cast), read with
