@@ -84,6 +84,8 @@ def test_explain_names_the_locks_and_paths_of_every_replayed_deadlock(
     assert sum(len(c.lines) for c in cases) == len(errors), logs[fmt][-3000:]
     for v in verdicts:
         finding = v.scenario
+        if v.answer == "hang":
+            continue  # a cycle Postgres cannot see: it logs nothing to explain
         # the paths on the cycle: the sessions that ask (a row queue's extra one only holds)
         paths = {finding.sessions[st.session].path for st in finding.steps if st.action == "want"}
         locks = {st.lock for st in finding.steps if st.action == "want"}

@@ -128,6 +128,10 @@ class Explainer:
         )
 
     def _tables(self, schema: str | None, table: str, kind: str) -> list[str]:
+        if table.endswith(sq.FOREIGN_KEY_CHILD):
+            # replay's own child table: its insert's foreign-key check locks the parent's row
+            table = table[: -len(sq.FOREIGN_KEY_CHILD)]
+            kind = "key share"
         if kind == "foreign key":
             # The referenced table is not in the statement: the declared takes say which
             # insert's foreign key takes which row lock (implicit: ...).
@@ -137,7 +141,15 @@ class Explainer:
             if lock.kind not in ("row", "table") or not lock.table:
                 continue
             t = sq.table_of(lock.table, lock.id)
-            if t.name == table and (schema is None or t.schema == schema):
+            # (a table lock with instances: replay puts instance n in schema <schema>_<n>)
+            per_instance = (
+                lock.kind == "table"
+                and not lock.singleton
+                and schema is not None
+                and schema.startswith(t.schema + "_")
+                and schema[len(t.schema) + 1 :].isdigit()
+            )
+            if t.name == table and (schema is None or t.schema == schema or per_instance):
                 out.append(lock.id)
         return out
 
