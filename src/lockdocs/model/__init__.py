@@ -51,6 +51,7 @@ __all__ = [
     "CodeGlob",
     "Difference",
     "End",
+    "Example",
     "External",
     "Group",
     "IntegerPart",
@@ -77,6 +78,15 @@ __all__ = [
 
 
 @dataclass(frozen=True)
+class Example:
+    """A piece of code a rule shows: the pattern to follow, or a do and a don't."""
+
+    code: str
+    title: str | None = None
+    language: str | None = None
+
+
+@dataclass(frozen=True)
 class Rule:
     id: str
     title: str
@@ -85,6 +95,7 @@ class Rule:
     params: tuple[tuple[str, object], ...] = ()
     text: str | None = None
     issues: tuple[int, ...] = ()
+    examples: tuple[Example, ...] = ()
 
     def param(self, name: str) -> object:
         return dict(self.params).get(name)

@@ -16,8 +16,8 @@ import textwrap
 from dataclasses import dataclass, field
 
 from lockdocs import model as m
-from lockdocs.render.escape import dot_label, dot_str
-from lockdocs.render.words import mode_label, order_words
+from lockdocs.render.escape import dot_label, dot_str, visible
+from lockdocs.render.words import HELD_SHORT, mode_label, order_words
 
 INK = "#1f2937"  # text and outlines
 LINE = "#4b5563"  # arrows
@@ -59,7 +59,7 @@ LABEL_MAX = 200  # characters of one label; a 1 MB title made dot run out of mem
 def wrap(s: str, width: int = WRAP) -> list[str]:
     """Graphviz does not wrap labels; wrapping here keeps the text deterministic. A label
     longer than LABEL_MAX is cut there (the page keeps the whole text)."""
-    text = " ".join(s.split())
+    text = " ".join(visible(s).split())
     if len(text) > LABEL_MAX:
         text = text[: LABEL_MAX - 1].rstrip() + "…"
     lines = textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False)
@@ -76,7 +76,7 @@ COMMENT_MAX = 1000  # characters of a title or description comment (the SVG's <t
 
 def _comment(text: str) -> str:
     """A one-line DOT comment (never closes early, never spans lines, never huge)."""
-    one = " ".join(text.split()).replace("*/", "* /")
+    one = " ".join(visible(text).split()).replace("*/", "* /")
     return one if len(one) <= COMMENT_MAX else one[: COMMENT_MAX - 1].rstrip() + "…"
 
 
@@ -167,11 +167,8 @@ class _Writer:
         label.append(mode_label(lock.kind, step.mode, step.option))
         loc = step.location
         held = self.marks.get((loc.file, loc.line, loc.column), "never")
-        if held == "always":
-            label.append("already held")
-            style += ",dashed"
-        elif held == "sometimes":
-            label.append("sometimes held")
+        if held in HELD_SHORT:
+            label.append(HELD_SHORT[held])
             style += ",dashed"
         return self.node(
             label,

@@ -25,15 +25,30 @@ from lockdocs.render.urls import safe_url
 # Python-Markdown (all are in its ESCAPED_CHARS) and CommonMark (all are ASCII punctuation).
 _BACKSLASHED = frozenset("\\`*[]{}#")
 _HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# Characters that hide or reorder what a reader sees: C0 and C1 controls, bidi embeddings,
+# overrides and isolates, zero-width spaces and joiners, the BOM, line and paragraph
+# separators, soft hyphens and the invisible operators.
+_HIDDEN = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f"
+    "\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff]"
+)
 _ORDERED_START = re.compile(r"^(\d+)([.)])")
 
 
+def visible(value: str) -> str:
+    """Every character that could hide or reorder text shown as its escape (`\\u202e`), so
+    a reader sees it is there: a bidi override in a name cannot flip what the page, a
+    diagram or a terminal shows, and a zero-width character cannot make two names look
+    alike."""
+    return _HIDDEN.sub(lambda m: f"\\u{ord(m.group(0)):04x}", value)
+
+
 def _inline(value: object) -> str:
-    """One line of literal text: whitespace runs (newlines too) become one space; None is ""."""
+    """One line of literal text: whitespace runs (newlines too) become one space, hidden
+    characters their visible escape; None is ""."""
     if value is None:
         return ""
-    return " ".join(_CONTROL.sub("\ufffd", str(value)).split())
+    return " ".join(visible(str(value)).split())
 
 
 def _escape_chars(s: str) -> str:
@@ -166,6 +181,24 @@ def sentence_md(value: object, issues: str | None = None) -> str:
     return _inline_md(ends_once(_inline(value)), issues)
 
 
+def code_lines(code: str) -> tuple[str, ...]:
+    """The lines of a code block, each literal: tabs as four spaces, trailing spaces dropped,
+    and every character that could hide or reorder text (controls, bidi overrides, zero-width
+    characters) shown as its escape, e.g. \\u202e."""
+    lines = code.replace("\r\n", "\n").replace("\r", "\n").expandtabs(4).split("\n")
+    while lines and not lines[-1].strip():
+        lines.pop()
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    return tuple(visible(ln).rstrip() for ln in lines)
+
+
+def clause_md(value: object, issues: str | None = None) -> str:
+    """Author prose inside a sentence the page goes on with (a note after a dash): `code`,
+    safe links and #123 kept, no closing full stop."""
+    return _inline_md(_END.sub("", _inline(value)), issues)
+
+
 def _list_items(lines: list[str]) -> tuple[bool, list[str]] | None:
     """(ordered, items) when the block is one list, continuation lines indented."""
     items: list[str] = []
@@ -254,7 +287,7 @@ def tcodes(values: tuple[str, ...] | list[str], sep: str = ", ") -> str:
 def html(value: object) -> str:
     """Text inside raw HTML, attribute values included."""
     return (
-        str(value)
+        visible(str(value))
         .replace("&", "&amp;")
         .replace("<", "&lt;")
         .replace(">", "&gt;")
@@ -307,7 +340,7 @@ def chain(values: tuple[str, ...] | list[str]) -> str:
 
 def yaml_str(value: object) -> str:
     """A YAML double-quoted scalar (JSON's string syntax is a subset of it)."""
-    return json.dumps(str(value), ensure_ascii=True)
+    return json.dumps(visible(str(value)), ensure_ascii=True)
 
 
 def slug(value: str, fallback: str = "item") -> str:
@@ -370,6 +403,7 @@ FILTERS = {
     "tcodes": tcodes,
     "names": names,
     "sentence_md": sentence_md,
+    "clause_md": clause_md,
     "chain": chain,
     "yaml_str": yaml_str,
 }

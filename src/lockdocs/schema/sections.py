@@ -84,6 +84,25 @@ RULE = obj(
             ["lock", "writes"],
         ),
         "issues": issue_numbers(),
+        "example": {
+            "type": "array",
+            "description": (
+                "Code that shows the rule, each shown as a code block under it (the pattern to "
+                "follow, or a do and a don't)."
+            ),
+            "items": obj(
+                "One piece of code.",
+                {
+                    "title": string("A caption, e.g. 'Do this' or 'Lock a unique name'."),
+                    "language": string(
+                        "The language, for highlighting, e.g. python.",
+                        pattern=r"^[A-Za-z0-9_+-]{1,30}$",
+                    ),
+                    "code": string("The code, as it is.", minLength=1),
+                },
+                ["code"],
+            ),
+        },
     },
     ["title"],
 )

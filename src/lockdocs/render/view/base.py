@@ -110,6 +110,14 @@ class Context:
         self._events: dict[str, list[Event]] = {}
         self._pairs_of: dict[str, list[PairEdge]] | None = None
         self._derived: dict[str, list[str]] | None = None
+        self._several: dict[str, tuple[str, ...]] | None = None
+
+    def several_paths(self) -> dict[str, tuple[str, ...]]:
+        """The paths that hold two or more instances of a lock at once, by lock (the graph's
+        self-edges)."""
+        if self._several is None:
+            self._several = {e.src: e.paths for e in self.edges.pairs if e.src == e.dst}
+        return self._several
 
     def derived_in(self, lock_id: str) -> list[str]:
         """The paths (in declaration order) with a take of the lock that lockdocs derived
@@ -145,6 +153,51 @@ class Context:
     def exception_link(self, w: m.Waiver) -> Link:
         """'exception N', linked to its entry under "Where the paths differ"."""
         return Link(f"exception {w.index + 1}", f"#exception-{w.index + 1}")
+
+    def deviating(self, d: Diagnostic) -> set[str]:
+        """The paths a finding is about: the path of its step and every path that runs that
+        one (not the other side of a deadlock, which the finding names too)."""
+        if not d.paths:
+            return set()
+        out = {d.paths[0]}
+        todo = [d.paths[0]]
+        while todo:
+            for caller in self.callers.get(todo.pop(), ()):
+                if caller not in out:
+                    out.add(caller)
+                    todo.append(caller)
+        return out & set(d.paths)
+
+    def exceptions_for(self, lock_id: str | None, path_id: str) -> tuple[m.Waiver, ...]:
+        """The exceptions that waive a finding about this lock (any, for None) in this path (a
+        waiver may name no path and still cover the path's finding), or that name both."""
+        found: dict[int, m.Waiver] = {}
+        for d in self.diags:
+            if not d.waived_by or (lock_id is not None and lock_id not in d.locks):
+                continue
+            if path_id in self.deviating(d):
+                w = self.waiver_of(d.waived_by)
+                if w is not None:
+                    found[w.index] = w
+        for w in self.model.waivers:
+            if w.path == path_id and (lock_id is None or w.lock == lock_id):
+                found[w.index] = w
+        return tuple(found[i] for i in sorted(found))
+
+    def paths_of(self, w: m.Waiver) -> tuple[str, ...]:
+        """The paths an exception covers: the one it names, or those of the findings it
+        waives (standalone ones, in page order)."""
+        if w.path:
+            return (w.path,)
+        label = waiver_label(self.model, w)
+        found = {
+            p
+            for d in self.diags
+            if d.waived_by == label
+            for p in self.deviating(d)
+            if self.model.paths[p].standalone
+        }
+        return tuple(sorted(found, key=lambda p: (self.path_rank.get(p, 1 << 30), p)))
 
     def waiver_of(self, label: str) -> m.Waiver | None:
         """The exception a finding's `waived_by` label names."""

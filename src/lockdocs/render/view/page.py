@@ -8,6 +8,7 @@ from pathlib import PurePosixPath
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic
 from lockdocs.render.edges import PairEdge
+from lockdocs.render.view.about import AboutView, about_view
 from lockdocs.render.view.base import Context
 from lockdocs.render.view.keys import KeyGroupView, key_groups
 from lockdocs.render.view.locks import LockTableView, lock_tables
@@ -53,6 +54,7 @@ class PageView:
     exceptions: tuple[ExceptionView, ...]
     differences: tuple[DifferenceView, ...]
     planned: tuple[PlannedView, ...]
+    about: AboutView
 
 
 def build_page(model: m.Model, diagnostics: list[Diagnostic], stem: str) -> PageView:
@@ -87,4 +89,8 @@ def build_page(model: m.Model, diagnostics: list[Diagnostic], stem: str) -> Page
         exceptions=tuple(exception_view(ctx, w, summaries) for w in model.waivers),
         differences=difference_views(ctx),
         planned=planned_views(ctx),
+        about=about_view(
+            ctx,
+            any(s.held_words for g in group_views for p in g.paths for s in p.steps),
+        ),
     )
