@@ -64,6 +64,7 @@ __all__ = [
     "Page",
     "Path",
     "Planned",
+    "PlannedTake",
     "Reference",
     "Release",
     "Rule",
@@ -127,10 +128,23 @@ class Difference:
 
 
 @dataclass(frozen=True)
+class PlannedTake:
+    """A take planned work adds: `path` will take `lock` (in `mode`, while holding
+    `holding`)."""
+
+    path: str
+    lock: str
+    mode: str | None = None
+    holding: str | None = None
+
+
+@dataclass(frozen=True)
 class Planned:
     issue: int
     title: str
     affects: tuple[str, ...] = ()
+    adds: tuple[PlannedTake, ...] = ()
+    location: Location | None = None
 
 
 @dataclass(frozen=True)

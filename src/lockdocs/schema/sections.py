@@ -164,6 +164,24 @@ PLANNED = obj(
         "issue": {"type": "integer", "minimum": 1, "description": "The issue number."},
         "title": string("What the work does."),
         "affects": strings("Lock ids or path ids the work changes."),
+        "adds": {
+            "type": "array",
+            "description": (
+                "The takes the work adds, so the build can tell when it has landed: once the "
+                "paths already take them, the page would call done work planned, and the build "
+                "stops until the item leaves planned:."
+            ),
+            "items": obj(
+                "A lock a path will take.",
+                {
+                    "path": string("The path id."),
+                    "lock": string("The lock id it will take."),
+                    "mode": string("The mode it will take it in.", enum=ALL_MODES),
+                    "holding": string("A lock id it will hold when it takes it."),
+                },
+                ["path", "lock"],
+            ),
+        },
     },
     ["issue", "title"],
 )

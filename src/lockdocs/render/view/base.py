@@ -111,6 +111,17 @@ class Context:
         self._pairs_of: dict[str, list[PairEdge]] | None = None
         self._derived: dict[str, list[str]] | None = None
         self._several: dict[str, tuple[str, ...]] | None = None
+        self._sites: dict[str, tuple[tuple[str, bool], ...]] | None = None
+
+    def run_sites(self) -> dict[str, tuple[tuple[str, bool], ...]]:
+        """For each path run by others: (caller, whether a transaction is open where the caller
+        runs it), in the callers' declaration order."""
+        if self._sites is None:
+            sites: dict[str, list[tuple[str, bool]]] = {}
+            for pid, p in self.model.paths.items():
+                _sites(self.model, pid, p.steps, True, sites)
+            self._sites = {k: tuple(dict.fromkeys(v)) for k, v in sites.items()}
+        return self._sites
 
     def several_paths(self) -> dict[str, tuple[str, ...]]:
         """The paths that hold two or more instances of a lock at once, by lock (the graph's
@@ -242,3 +253,35 @@ class Context:
                 if isinstance(step, m.Run):
                     out.setdefault(step.path, set()).add(pid)
         return out
+
+
+def opens_own(model: m.Model, path_id: str) -> bool:
+    """Whether a path's steps open transactions (so no caller can lend it one)."""
+    p = model.paths.get(path_id)
+    return p is not None and any(isinstance(s, m.Begin) for s in walk(p.steps))
+
+
+def _sites(
+    model: m.Model,
+    caller: str,
+    steps: tuple[m.Step, ...],
+    open_tx: bool,
+    out: dict[str, list[tuple[str, bool]]],
+) -> bool:
+    """Record where `caller` runs other paths and whether a transaction is open there;
+    returns whether one is open after the steps (structurally; branches: any)."""
+    for s in steps:
+        if isinstance(s, m.Begin):
+            open_tx = True
+        elif isinstance(s, m.End):
+            open_tx = s.how == "leave_open"
+        elif isinstance(s, m.Loop):
+            open_tx = _sites(model, caller, s.steps, open_tx, out)
+        elif isinstance(s, m.Branches):
+            after = [_sites(model, caller, alt, open_tx, out) for _, alt in s.alternatives]
+            open_tx = any(after) if after else open_tx
+        elif isinstance(s, m.Run):
+            out.setdefault(s.path, []).append((caller, open_tx))
+            if opens_own(model, s.path):
+                open_tx = _sites(model, s.path, model.paths[s.path].steps, open_tx, {})
+    return open_tx

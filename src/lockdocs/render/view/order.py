@@ -42,6 +42,7 @@ class DeviationView:
     how: str  # "them in provision order", "them the parked site first, then ..."
     exceptions: tuple[Link, ...]
     why: str  # when no exception: what keeps it from deadlocking, in words ("" if nothing)
+    reported: bool = False  # a finding no exception waives is about it
 
 
 @dataclass(frozen=True)
@@ -294,6 +295,8 @@ def _ordered(
         how = taken_how(ctx, pid, lock_id)
         exceptions = tuple(f"exception {w.index + 1}" for w in ctx.exceptions_for(lock_id, pid))
         why = "" if exceptions else instance_gate(ctx, lock_id, pid)
+        if not exceptions and not why and _reported(ctx, lock_id, pid):
+            why = "a deadlock risk no exception covers"
         groups.setdefault((how, exceptions, why), []).append(pid)
     deviations = tuple(
         DeviationView(
@@ -306,6 +309,12 @@ def _ordered(
         for (how, exceptions, why), pids in groups.items()
     )
     return OrderedLockView(ctx.lock_link(lock_id), words, deviations, bool(declared))
+
+
+def _reported(ctx: Context, lock_id: str, path_id: str) -> bool:
+    return any(
+        not d.waived_by and lock_id in d.locks and path_id in ctx.deviating(d) for d in ctx.diags
+    )
 
 
 def taken_how(ctx: Context, path_id: str, lock_id: str) -> str:
@@ -354,7 +363,7 @@ def taken_how(ctx: Context, path_id: str, lock_id: str) -> str:
 def instance_gate(ctx: Context, lock_id: str, path_id: str) -> str:
     """Why a path that holds several instances out of order cannot deadlock on them with any
     other path that does, in words ("" when nothing keeps them apart)."""
-    mine = [r for r in ctx.edges.raw_of(lock_id, lock_id) if r.path == path_id]
+    mine = [r for r in ctx.edges.raw_of(lock_id, lock_id) if r.path == path_id and not r.ordered]
     others = ctx.edges.raw_of(lock_id, lock_id)
     if mine and all(r.witness is not None and r.witness.never_waits for r in mine):
         return "never waiting for one: it skips what another transaction holds"

@@ -97,11 +97,14 @@ def gist(
     model = ctx.model
     by_tx: dict[int, dict[tuple[str, str], tuple[list[str], set[str]]]] = {}
     kinds: dict[int, str | None] = {}
+    path = model.paths[path_id]
     for e in events:
         if e.kind not in ("acquire", "upgrade"):
             continue
         if e.through and _opens_own(model, e.through[0]):
             continue
+        if not path.standalone and not e.through and e.location == path.location:
+            continue  # the kind's first lock: a caller's, which it runs inside
         items = by_tx.setdefault(e.transaction, {})
         kinds.setdefault(e.transaction, e.txkind)
         loc = (e.location.file, e.location.line, e.location.column)
@@ -194,8 +197,10 @@ def path_view(
     kinds = _kinds(p, lines_of.tx_offset) if p.standalone else []
     repeat = lines_of.loop_begins
     shown = p.standalone and (kinds != [group_tx] or repeat)
-    callers = ctx.by_page_order(ctx.callers.get(p.id, ()))
     opens = _opens_own(model, p.id)
+    sites = ctx.run_sites().get(p.id, ())
+    inside = ctx.by_page_order(c for c, in_tx in sites if in_tx and not opens)
+    by = ctx.by_page_order(c for c, in_tx in sites if not in_tx or opens)
     text, said = gist(ctx, p.id, events, derived)
     if not p.standalone:
         said = ""  # it waits as long as the caller's transaction lets it
@@ -214,16 +219,16 @@ def path_view(
                 ", a new one on each pass of its loop" if repeat else "",
             )
         )
-    if callers and not opens:
-        label = "Runs only inside" if not p.standalone else "Also runs inside"
+    if inside:
+        label = "Runs only inside" if not p.standalone and not by else "Also runs inside"
         tail = ", in the caller's transaction" if not p.standalone else ""
-        facts.append(FactView(label, tuple((c, "") for c in callers), tail=tail))
-    elif callers:
-        label = "Run only by" if not p.standalone else "Also run by"
-        facts.append(FactView(label, tuple((c, "") for c in callers)))
+        facts.append(FactView(label, tuple((c, "") for c in inside), tail=tail))
+    if by:
+        label = "Run only by" if not p.standalone and not inside else "Also run by"
+        facts.append(FactView(label, tuple((c, "") for c in by)))
     if issues:
         facts.append(
-            FactView("Issues", tuple((i.link, " (planned)" if i.planned else "") for i in issues))
+            FactView("Issues", tuple((i.link, "(planned)" if i.planned else "") for i in issues))
         )
     if exceptions:
         label = "Known deviations" if len(exceptions) > 1 else "Known deviation"
@@ -241,8 +246,8 @@ def path_view(
         kinds_repeat=repeat,
         kinds_shown=shown,
         standalone=p.standalone,
-        run_inside=() if opens else callers,
-        run_by=callers if opens else (),
+        run_inside=inside,
+        run_by=by,
         summary=p.summary,
         notes=p.notes,
         issues=issues,
