@@ -275,20 +275,19 @@ def scope_facts(model: m.Model) -> tuple[str, ...]:
             if b.kind != "memory"
         }
     )
+    advisory = [lk for lk in locks if lk.kind == "advisory"]
+    xact = bool(advisory) and not any(lk.scope == "session" for lk in advisory)
     if database:
         released = (
-            "Every database lock on this page"
+            "Every database lock here"
             if any(lk.kind == "memory" for lk in locks)
-            else "Every lock on this page"
+            else "Every lock here"
         )
         if in_memory:
             on = " and ".join(backend_name(b) or b for b in other) or "the database"
             mem = " and ".join(backend_name(b) or b for b in in_memory)
-            released = f"On {on}, every lock on this page"
-        text = (
-            f"{released} is released when its transaction commits or rolls back, so an error "
-            "never leaves one behind"
-        )
+            released = f"On {on}, every lock here"
+        text = f"{released} is released when its transaction commits or rolls back"
         if session:
             names = ", ".join(session)
             text += (
@@ -301,14 +300,13 @@ def scope_facts(model: m.Model) -> tuple[str, ...]:
                 f". On {mem}, where the locks live in memory, the code releases each one itself, "
                 "after the commit (each path shows where)"
             )
+        if xact and not in_memory and not session:
+            text += "; advisory locks are taken with pg_advisory_xact_lock"
         facts.append(text + ".")
-    advisory = [lk for lk in locks if lk.kind == "advisory"]
-    if advisory and not any(lk.scope == "session" for lk in advisory) and not in_memory:
-        facts.append("Advisory locks are taken with pg_advisory_xact_lock.")
     if model.code:
         missing = []
         if locks and not any(lk.kind == "table" for lk in locks):
-            missing.append("a table lock (LOCK TABLE)")
+            missing.append("LOCK TABLE")
         row_modes = {mode for lk in locks if lk.kind == "row" for mode in lk.mode_names}
         if any(lk.kind == "row" for lk in locks) and "for share" not in row_modes:
             missing.append("FOR SHARE")

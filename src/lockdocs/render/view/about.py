@@ -73,11 +73,11 @@ def about_view(ctx: Context, held_words: bool) -> AboutView:
             by_code.setdefault(w.rule, []).append(w.index + 1)
     if by_code:
         parts = [
-            f"{_counted(len(ns), 'exception', 'exceptions')} {numbers(ns)} "
-            f"{_counted(len(ns), 'stands', 'stand')} for its check {code}"
-            for code, ns in sorted(by_code.items(), key=lambda kv: kv[1][0])
+            f"{_counted(len(ns), 'exception', 'exceptions')} {numbers(ns)}"
+            + (f" waive{_counted(len(ns), 's', '')} its check {code}" if i == 0 else f" {code}")
+            for i, (code, ns) in enumerate(sorted(by_code.items(), key=lambda kv: kv[1][0]))
         ]
-        text = "; ".join(parts)
+        text = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
         out.append(text[:1].upper() + text[1:] + ".")
     words: list[str] = []
     if held_words:

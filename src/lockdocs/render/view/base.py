@@ -195,6 +195,15 @@ class Context:
                 found[w.index] = w
         return tuple(found[i] for i in sorted(found))
 
+    def locks_of(self, w: m.Waiver) -> tuple[str, ...]:
+        """The locks an exception covers: the one it names, or those of its findings (in
+        declaration order)."""
+        if w.lock:
+            return (w.lock,)
+        label = waiver_label(self.model, w)
+        found = {lk for d in self.diags if d.waived_by == label for lk in d.locks}
+        return tuple(lk for lk in self.model.locks if lk in found)
+
     def paths_of(self, w: m.Waiver) -> tuple[str, ...]:
         """The paths an exception covers: the one it names, or those of the findings it
         waives (standalone ones, in page order)."""

@@ -53,6 +53,8 @@ class OrderedLockView:
     words: str | None  # "several at once, in ascending pool_id order"; None when never several
     deviations: tuple[DeviationView, ...]
     declared: bool = False  # the lock declares an instance order
+    # the same paths, grouped by the exceptions that cover them (the lock order's short form)
+    brief: tuple[tuple[tuple[Link, ...], tuple[Link, ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -308,7 +310,16 @@ def _ordered(
         )
         for (how, exceptions, why), pids in groups.items()
     )
-    return OrderedLockView(ctx.lock_link(lock_id), words, deviations, bool(declared))
+    brief: dict[tuple[Link, ...], list[Link]] = {}
+    for dev in deviations:
+        brief.setdefault(dev.exceptions, []).extend(dev.paths)
+    return OrderedLockView(
+        ctx.lock_link(lock_id),
+        words,
+        deviations,
+        bool(declared),
+        tuple((tuple(paths), exceptions) for exceptions, paths in brief.items()),
+    )
 
 
 def _reported(ctx: Context, lock_id: str, path_id: str) -> bool:

@@ -83,6 +83,7 @@ class ExceptionView:
     path: Link | None
     paths: tuple[Link, ...]  # the paths it covers (its own, or its findings')
     lock: Link | None
+    locks: tuple[Link, ...]  # the locks it covers (its own, or its findings')
     branch: str | None
     issue: Link | None
     issue_in_text: bool  # the why already names the issue (#N), linked there
@@ -225,6 +226,7 @@ def exception_view(ctx: Context, w: m.Waiver, summaries: dict[str, str]) -> Exce
         path=ctx.path_link(w.path) if w.path else None,
         paths=ctx.by_page_order(ctx.paths_of(w)),
         lock=ctx.lock_link(w.lock) if w.lock else None,
+        locks=tuple(ctx.lock_link(lk) for lk in ctx.locks_of(w)),
         branch=w.branch,
         issue=ctx.issue(w.issue) if w.issue else None,
         issue_in_text=bool(w.issue) and _names_issue(w.why, w.issue),
