@@ -160,11 +160,18 @@ class _Writer:
 
     def take(self, step: m.Take, indent: str) -> str:
         lock = self.model.locks[step.lock]
-        shape, style = SHAPE.get(lock.kind, ("box", "filled"))
+        # A take on a backend that keeps the lock in memory (a lockset entry on SQLite) is
+        # drawn as the in-memory lock it is there, with its own mode.
+        backend = next((b for b in lock.backends if b.name == step.backend), None)
+        kind = backend.kind if backend is not None else lock.kind
+        shape, style = SHAPE.get(kind, ("box", "filled"))
         label = wrap(lock.title, 22)
         if step.instance:
             label.append(f"({step.instance})")
-        label.append(mode_label(lock.kind, step.mode, step.option))
+        if kind == "memory" and lock.kind != "memory":
+            label.append(f"{backend.mode if backend and backend.mode else 'exclusive'}, in memory")
+        else:
+            label.append(mode_label(lock.kind, step.mode, step.option))
         loc = step.location
         held = self.marks.get((loc.file, loc.line, loc.column), "never")
         if held in HELD_SHORT:
@@ -175,7 +182,7 @@ class _Writer:
             [
                 ("shape", shape),
                 ("style", f'"{style}"'),
-                ("fillcolor", f'"{FILL.get(lock.kind, "#eeeeee")}"'),
+                ("fillcolor", f'"{FILL.get(kind, "#eeeeee")}"'),
             ],
             indent,
         )

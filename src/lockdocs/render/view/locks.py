@@ -115,6 +115,8 @@ class LockView:
     taker_names: tuple[str, ...]
     # with no taken_by: how each backend takes it, (backend, how), for the table's Taken by
     backend_takers: tuple[tuple[str, str], ...]
+    # when a backend keeps the lock in memory: its mode there, (backend, words), for the table
+    backend_modes: tuple[tuple[str, str], ...]
     several: OrderedLockView
     serializes: str | None
     notes: str | None
@@ -268,6 +270,11 @@ def lock_view(
             if b.how
         ),
         several=ordered_lock(ctx, lock.id),
+        backend_modes=tuple(
+            (backend_name(b.name) or b.name, f"{b.mode or 'exclusive'}, in memory")
+            for b in sorted(lock.backends, key=lambda b: b.name)
+            if b.kind == "memory" and lock.kind != "memory"
+        ),
         serializes=lock.serializes,
         notes=lock.notes,
         issues=ctx.issues(
