@@ -12,8 +12,8 @@ from __future__ import annotations
 import io
 import subprocess
 import tempfile
-from importlib import resources
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
