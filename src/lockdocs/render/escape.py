@@ -154,16 +154,17 @@ def _literal_piece(segment: str) -> str:
     return lead + body + trail
 
 
-def _inline_md(value: str, issues: str | None = None) -> str:
+def _inline_md(value: str, issues: str | None = None, narrow: bool = False) -> str:
     """Inline prose with `code` and [text](safe link) kept, and #123 linked through the
-    project's issue template when it has one."""
+    project's issue template when it has one; `narrow` (a table cell): code that may break
+    between its names."""
     value = _inline(value)
     out: list[str] = []
     pos = 0
     for m in _INLINE_MD.finditer(value):
         out.append(_literal_piece(value[pos : m.start()]))
         if m.group(1):
-            out.append(code(m.group(2)))
+            out.append(tcode(m.group(2)) if narrow else code(m.group(2)))
         elif m.group(5):
             number = m.group(5)
             href = issues.replace("{number}", number) if issues else None
@@ -197,6 +198,12 @@ def clause_md(value: object, issues: str | None = None) -> str:
     """Author prose inside a sentence the page goes on with (a note after a dash): `code`,
     safe links and #123 kept, no closing full stop."""
     return _inline_md(_END.sub("", _inline(value)), issues)
+
+
+def cell_md(value: object, issues: str | None = None) -> str:
+    """Author prose in a table cell: as clause_md, with code spans that may break between
+    names (see tcode), so a long call does not widen its column."""
+    return _inline_md(_END.sub("", _inline(value)), issues, narrow=True)
 
 
 def _list_items(lines: list[str]) -> tuple[bool, list[str]] | None:
@@ -404,6 +411,7 @@ FILTERS = {
     "names": names,
     "sentence_md": sentence_md,
     "clause_md": clause_md,
+    "cell_md": cell_md,
     "chain": chain,
     "yaml_str": yaml_str,
 }

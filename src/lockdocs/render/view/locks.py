@@ -271,7 +271,7 @@ def lock_view(
         ),
         several=ordered_lock(ctx, lock.id),
         backend_modes=tuple(
-            (backend_name(b.name) or b.name, f"{b.mode or 'exclusive'}, in memory")
+            (backend_name(b.name) or b.name, _memory_mode(lock, b))
             for b in sorted(lock.backends, key=lambda b: b.name)
             if b.kind == "memory" and lock.kind != "memory"
         ),
@@ -298,6 +298,15 @@ def lock_view(
         level=ctx.levels.get(lock.id),
         order_rule=ctx.rule_link(ctx.order_rule.id) if ctx.order_rule else None,
     )
+
+
+def _memory_mode(lock: m.Lock, backend: m.Backend) -> str:
+    """The lock's mode on a backend that keeps it in memory: 'in memory' when it is the mode
+    the lock has elsewhere, else the mode and 'in memory'."""
+    mode = backend.mode or "exclusive"
+    if lock.kind == "advisory" and tuple(lock.mode_names) == (mode,):
+        return "in memory"
+    return f"{mode}, in memory"
 
 
 def lock_tables(ctx: Context, key_by_lock: dict[str, KeyGroupView]) -> tuple[LockTableView, ...]:

@@ -97,6 +97,7 @@ def gist(
     model = ctx.model
     by_tx: dict[int, dict[tuple[str, str], tuple[list[str], set[str]]]] = {}
     kinds: dict[int, str | None] = {}
+    waiting: set[int] = set()  # transactions with a take that can wait
     path = model.paths[path_id]
     for e in events:
         if e.kind not in ("acquire", "upgrade"):
@@ -107,6 +108,8 @@ def gist(
             continue  # the kind's first lock: a caller's, which it runs inside
         items = by_tx.setdefault(e.transaction, {})
         kinds.setdefault(e.transaction, e.txkind)
+        if e.option not in m.NEVER_WAITS:
+            waiting.add(e.transaction)
         loc = (e.location.file, e.location.line, e.location.column)
         if loc in derived:
             sub = next((p for p in reversed(e.through) if not model.paths[p].standalone), None)
@@ -117,7 +120,7 @@ def gist(
         if e.mode not in modes:
             modes.append(e.mode)
         instances.add(e.instance)
-    segments: list[tuple[str, str | None]] = []
+    segments: list[tuple[str, str | None, bool]] = []
     seen: set[str] = set()
     for number in sorted(by_tx):
         words = [
@@ -126,14 +129,18 @@ def gist(
         if not words or all(w in seen for w in words):
             continue
         seen.update(words)
-        segments.append((" → ".join(words), kinds.get(number)))
-    text = "; then in a new transaction: ".join(s for s, _ in segments)
+        segments.append((" → ".join(words), kinds.get(number), number in waiting))
+    text = "; then in a new transaction: ".join(s for s, _, _ in segments)
     timeouts: list[str] = []
-    for _, kind in segments:
+    for _, kind, waits_here in segments:
+        if not waits_here:
+            continue
         tk = model.transactions.get(kind) if kind else None
         w = waits(tk.lock_timeout if tk else None)
         if not timeouts or timeouts[-1] != w:
             timeouts.append(w)
+    if segments and not timeouts:
+        timeouts = ["never waits for a lock"]
     said = ", then ".join(t if i == 0 else t.removeprefix("waits ") for i, t in enumerate(timeouts))
     return text, said
 
