@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from lockdocs import model as m
 from lockdocs.render.escape import dot_label, dot_str, visible
-from lockdocs.render.words import HELD_SHORT, mode_label, order_words
+from lockdocs.render.words import HELD_SHORT, mode_label, order_phrase
 
 INK = "#1f2937"  # text and outlines
 LINE = "#4b5563"  # arrows
@@ -197,13 +197,13 @@ class _Writer:
             self.count += 1
             name = dot_str(f"cluster_{self.prefix}:{self.count}")
             order = (
-                "no order" if step.order == "none" else order_words(step.order)
-            ) or "no declared order"
+                "in no particular order" if step.order == "none" else order_phrase(step.order)
+            )
             self.lines.append(f"{indent}subgraph {name} {{")
             inner = indent + "  "
+            caption = [*wrap("for " + step.label, 26), *(wrap(order, 26) if order else [])]
             self.lines.append(
-                f"{inner}label={dot_label([*wrap('for ' + step.label, 26), *wrap('in ' + order, 26)])}; "
-                f'style="dashed,rounded"; color="{LINE}";'
+                f'{inner}label={dot_label(caption)}; style="dashed,rounded"; color="{LINE}";'
             )
             first, body_exits = self.seq(step.steps, inner, [])
             if first is None:
