@@ -81,10 +81,10 @@ def order_phrase(order: str | None) -> str | None:
 # held only when an earlier step took it, `never` not held.
 HELD_WORDS = {
     "always": "already held",
-    "later": "held again later",
+    "later": "held after pass 1",
     "maybe": "already held if an earlier step took it",
 }
-HELD_SHORT = {"always": "already held", "later": "held again later", "maybe": "maybe held"}
+HELD_SHORT = {"always": "already held", "later": "held after pass 1", "maybe": "maybe held"}
 
 
 BACKEND_NAMES = {"postgres": "Postgres", "postgresql": "PostgreSQL", "sqlite": "SQLite"}
