@@ -1,6 +1,11 @@
 """Writing the generated files all or nothing: each through a temporary file beside its target
 and `os.replace`, the manifest last, with an undo journal that a killed build leaves for the
-next run to restore from, and a lock so builds of one project write one at a time."""
+next run to restore from, and a lock so builds of one project write one at a time.
+
+Neither the manifest nor the journal can make a build delete or replace a file a person wrote:
+a stale file is removed, and a file the journal says a build added is deleted, only when it
+bears lockdocs' mark and still has the content hash recorded for it; a file the journal would
+restore over is one lockdocs wrote, or already the copy. Anything else is kept, and said."""
 
 from __future__ import annotations
 
@@ -22,9 +27,11 @@ from lockdocs.render.targets import (
     BuildRefused,
     confined,
     inside_docs,
+    manifest_hashes,
     manifest_text,
-    read_manifest,
     read_or_none,
+    sha,
+    written_by_lockdocs,
 )
 
 
@@ -96,12 +103,15 @@ JOURNAL = f"{DOCS}/.lockdocs-journal"
 
 
 def _entry(
-    root: Path, target: Path, backup: Path | None, tmp: Path | None
+    root: Path, target: Path, backup: Path | None, tmp: Path | None, digest: str | None
 ) -> dict[str, str | None]:
+    """One file a build replaces, adds or removes: `digest` is the sha256 of what it puts at
+    the target (None for a removal)."""
+
     def rel(p: Path | None) -> str | None:
         return None if p is None else p.relative_to(root).as_posix()
 
-    return {"target": rel(target), "backup": rel(backup), "temp": rel(tmp)}
+    return {"target": rel(target), "backup": rel(backup), "temp": rel(tmp), "sha": digest}
 
 
 def _write_journal(root: Path, entries: list[dict[str, str | None]]) -> None:
@@ -135,8 +145,9 @@ _MAX_JOURNAL_BYTES = 16 * 1024 * 1024
 def _journal_entries(root: Path) -> tuple[list[dict[str, str | None]], str]:
     """The journal's entries, or ([], why it cannot be trusted). A journal names files to
     restore and delete, so only the exact shape a build writes is followed: a list of
-    {target, backup, temp}, every name inside docs/ (symlinks resolved), each backup and
-    temporary file a `.NAME.XXXXXXXX.tmp` sibling of its target."""
+    {target, backup, temp, sha}, every name inside docs/ (symlinks resolved) and none of
+    lockdocs' own files, each backup and temporary file a `.NAME.XXXXXXXX.tmp` sibling of its
+    target, each sha a sha256."""
     journal = root / JOURNAL
     if journal.is_symlink() or not confined(root, JOURNAL):
         return [], "it is a symlink"
@@ -149,11 +160,20 @@ def _journal_entries(root: Path) -> tuple[list[dict[str, str | None]], str]:
     if not isinstance(entries, list):
         return [], "it is not a list of entries"
     for e in entries:
-        if not isinstance(e, dict) or set(e) != {"target", "backup", "temp"}:
-            return [], "an entry is not {target, backup, temp}"
+        if not isinstance(e, dict) or set(e) != {"target", "backup", "temp", "sha"}:
+            return [], "an entry is not {target, backup, temp, sha}"
         target = e["target"]
-        if not isinstance(target, str) or not confined(root, target) or target == JOURNAL:
-            return [], f"an entry's target {target!r} is not a file inside {DOCS}/"
+        if (
+            not isinstance(target, str)
+            or not confined(root, target)
+            or (target != MANIFEST and PurePosixPath(target).name.startswith(".lockdocs-"))
+        ):
+            return [], f"an entry's target {target!r} is not a generated file inside {DOCS}/"
+        digest = e["sha"]
+        if digest is not None and (
+            not isinstance(digest, str) or not re.fullmatch(r"[0-9a-f]{64}", digest)
+        ):
+            return [], f"an entry's sha {digest!r} is not a sha256"
         for key in ("backup", "temp"):
             value = e[key]
             if value is None:
@@ -191,16 +211,46 @@ def recover(root: Path, err: TextIO | None = None) -> bool:
         journal.unlink(missing_ok=True)
         return False
     complete = all((root / str(e["backup"])).is_file() for e in entries if e.get("backup"))
+    kept: list[str] = []
     if complete:  # the copies are all there: restore them
         for e in entries:
-            target = root / str(e["target"])
+            rel = str(e["target"])
+            target = root / rel
             if e.get("backup"):
-                (root / str(e["backup"])).replace(target)
-            elif e.get("temp"):
-                target.unlink(missing_ok=True)  # a file this build added
+                backup = root / str(e["backup"])
+                if _may_replace(target, rel, e["sha"], backup):
+                    backup.replace(target)
+                else:
+                    kept.append(rel)
+            elif e.get("temp"):  # a file this build added: only the very file it wrote goes
+                if written_by_lockdocs(target, rel, e["sha"] or "-"):
+                    target.unlink(missing_ok=True)
+                elif target.exists():
+                    kept.append(rel)
     _discard(root, entries)  # otherwise the build had finished and was only tidying up
     journal.unlink(missing_ok=True)
+    if kept and err is not None:
+        for rel in kept:
+            err.write(
+                f"lockdocs: kept {rel}: {JOURNAL} names it, but it is not a file lockdocs "
+                "wrote, so it was neither removed nor replaced\n"
+            )
     return complete
+
+
+def _may_replace(target: Path, rel: str, digest: str | None, backup: Path) -> bool:
+    """Whether restoring `backup` over `target` touches only what lockdocs wrote: the target
+    is gone (a removal to undo), is the copy already, or is the file the build put there."""
+    if not target.exists() and not target.is_symlink():
+        return True
+    if target.is_symlink() or not target.is_file():
+        return False
+    try:
+        if target.read_bytes() == backup.read_bytes():
+            return True
+    except OSError:
+        return False
+    return digest is not None and written_by_lockdocs(target, rel, digest)
 
 
 _TEMP = re.compile(r"\.(.+)\.[a-z0-9_]{8}\.tmp")
@@ -290,9 +340,10 @@ class BuildLock:
         self.fd = None
 
 
-def write_files(root: Path, files: dict[str, str]) -> tuple[list[str], list[str]]:
+def write_files(root: Path, files: dict[str, str]) -> tuple[list[str], list[str], list[str]]:
     """Write `files` (and the manifest) all or nothing; remove what the last build wrote and
-    this one does not. Returns (written, removed) paths."""
+    this one does not, when it is still the file lockdocs wrote. Returns (written, removed,
+    kept) paths: kept, the stale ones the manifest names that a person wrote or changed."""
     for rel in files:
         if not inside_docs(rel):  # pragma: no cover - render_outputs never makes one
             raise ValueError(f"refusing to write {rel} outside {DOCS}/")
@@ -306,14 +357,19 @@ def write_files(root: Path, files: dict[str, str]) -> tuple[list[str], list[str]
             raise BuildRefused(
                 f"{rel} is a folder, where lockdocs writes a file", "move the folder away"
             )
-    previous = read_manifest(root)
+    previous = manifest_hashes(root)
     wanted = dict(files)
-    manifest = manifest_text(list(files))
+    manifest = manifest_text(list(files), files)
     changed = [rel for rel, text in wanted.items() if read_or_none(root / rel) != text]
     if read_or_none(root / MANIFEST) != manifest:
         changed.append(MANIFEST)
         wanted[MANIFEST] = manifest
-    stale = [rel for rel in previous if rel not in files and (root / rel).is_file()]
+    stale: list[str] = []
+    kept: list[str] = []
+    for rel, digest in previous.items():
+        if rel in files or not (root / rel).is_file():
+            continue
+        (stale if written_by_lockdocs(root / rel, rel, digest) else kept).append(rel)
 
     created: list[Path] = []
     temps: list[tuple[Path, Path]] = []
@@ -339,10 +395,12 @@ def write_files(root: Path, files: dict[str, str]) -> tuple[list[str], list[str]
     try:
         for target, tmp in temps:
             backup = _write_temp(target, target.read_bytes()) if target.exists() else None
-            entries.append(_entry(root, target, backup, tmp))
+            rel = target.relative_to(root).as_posix()
+            entries.append(_entry(root, target, backup, tmp, sha(wanted[rel])))
         for rel in stale:
             target = root / rel
-            entries.append(_entry(root, target, _write_temp(target, target.read_bytes()), None))
+            backup = _write_temp(target, target.read_bytes())
+            entries.append(_entry(root, target, backup, None, None))
         _write_journal(root, entries)
     except BaseException:
         _discard(root, entries)
@@ -362,4 +420,4 @@ def write_files(root: Path, files: dict[str, str]) -> tuple[list[str], list[str]
     (root / JOURNAL).unlink(missing_ok=True)
     for rel in stale:
         _prune((root / rel).parent, docs)
-    return sorted(r for r in changed if r != MANIFEST), sorted(stale)
+    return sorted(r for r in changed if r != MANIFEST), sorted(stale), sorted(kept)

@@ -196,9 +196,7 @@ class _Writer:
         if isinstance(step, m.Loop):
             self.count += 1
             name = dot_str(f"cluster_{self.prefix}:{self.count}")
-            order = (
-                "in no particular order" if step.order == "none" else order_phrase(step.order)
-            )
+            order = "in no particular order" if step.order == "none" else order_phrase(step.order)
             self.lines.append(f"{indent}subgraph {name} {{")
             inner = indent + "  "
             caption = [*wrap("for " + step.label, 26), *(wrap(order, 26) if order else [])]

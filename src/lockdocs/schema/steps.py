@@ -8,7 +8,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from lockdocs.schema.vocabulary import ALL_MODES, VIA, issue_numbers, obj, string, strings
+from lockdocs.schema.vocabulary import (
+    ALL_MODES,
+    ENTRY,
+    RELEASE_VIA,
+    VIA,
+    WRITE_VIA,
+    issue_numbers,
+    obj,
+    string,
+    strings,
+)
 
 
 def step_schema() -> dict[str, Any]:
@@ -177,7 +187,7 @@ def step_schema() -> dict[str, Any]:
                 "Names the parent row the written row references, when the path takes the "
                 "parent's lock under an instance name."
             ),
-            "via": VIA,
+            "via": WRITE_VIA,
             "note": string("A note."),
         },
         ["write"],
@@ -202,7 +212,7 @@ def step_schema() -> dict[str, Any]:
     )
     release = obj(
         "Release a session-scoped or in-memory lock.",
-        {"release": string("A lock id."), "via": VIA, "note": string("A note.")},
+        {"release": string("A lock id."), "via": RELEASE_VIA, "note": string("A note.")},
         ["release"],
     )
     others = [
@@ -236,7 +246,7 @@ PATH = obj(
     "One code path: the locks it takes, in order.",
     {
         "title": string("The path's name on the page."),
-        "entry": VIA,
+        "entry": ENTRY,
         "transaction": string("The transaction kind it runs in; the file's default when omitted."),
         "standalone": {
             "type": "boolean",
