@@ -9,6 +9,7 @@ entitlements.Materializing kind"), never a tag before the word "transaction".
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from lockdocs import model as m
@@ -68,15 +69,27 @@ class StepView:
 Located = dict[tuple[str, int, int], list[Event]]
 
 
-def held_mark(evs: list[Event], step: m.Take, in_loop: bool) -> str:
+def held_mark(
+    evs: list[Event], step: m.Take, in_loop: bool, elsewhere: Callable[[int], bool] | None = None
+) -> str:
     """never | always | later | maybe, from what the analysis saw at the take. An acquisition
     of an instance held as a "maybe" (a loop that may run zero times took it) counts as held
-    when the declarations say the take is a re-take (`again: true`)."""
+    when the declarations say the take is a re-take (`again: true`). `elsewhere(line)` says a
+    hold taken at that line was taken on another backend only (a Postgres advisory lock is no
+    hold of the SQLite lockset entry that stands for it)."""
     held = first = 0
     for e in evs:
         if e.kind not in ("acquire", "retake", "upgrade"):
             continue
-        again = step.again and any(h.lock == e.lock and h.instance == e.instance for h in e.held)
+        mine = [
+            h
+            for h in e.held
+            if h.lock == e.lock and not (elsewhere is not None and elsewhere(h.acquired_at))
+        ]
+        if elsewhere is not None and e.kind == "retake" and not mine:
+            first += 1
+            continue
+        again = step.again and any(h.instance == e.instance for h in mine)
         if e.kind == "retake" or again:
             held += 1
         elif e.kind == "acquire":
@@ -117,6 +130,11 @@ class StepLines:
         if p.transaction and not self.tx_offset:
             self.opened[p.transaction] = 1
         self.several = {lock for lock, paths in ctx.several_paths().items() if p.id in paths}
+        # the backends of the path's own takes, by line (a hold's acquired_at)
+        self.take_backends: dict[int, set[str | None]] = {}
+        for s in walk(p.steps):
+            if isinstance(s, m.Take) and s.location.file == p.file:
+                self.take_backends.setdefault(s.location.line, set()).add(s.backend)
 
     def steps(
         self,
@@ -343,7 +361,15 @@ class StepLines:
         """A take, marked already held or an upgrade from what the analysis saw."""
         ctx = self.ctx
         lock = ctx.model.locks[step.lock]
-        mark = held_mark(evs, step, in_loop)
+        elsewhere = None
+        if step.backend is not None:
+            lines = self.take_backends
+
+            def elsewhere(line: int) -> bool:
+                found = lines.get(line, set())
+                return bool(found) and None not in found and step.backend not in found
+
+        mark = held_mark(evs, step, in_loop, elsewhere)
         loc = step.location
         self.held_marks[(loc.file, loc.line, loc.column)] = mark
         upgrade_from = None
