@@ -18,9 +18,9 @@ import re
 import signal
 import tempfile
 import time
-from pathlib import Path, PurePosixPath
-from typing import TextIO
+from pathlib import Path
 
+from lockdocs.render.journal import JOURNAL, discard, interrupted, recover
 from lockdocs.render.targets import (
     DOCS,
     MANIFEST,
@@ -33,6 +33,17 @@ from lockdocs.render.targets import (
     sha,
     written_by_lockdocs,
 )
+
+# The journal's reading lives in journal.py; these names stay importable from here.
+__all__ = [
+    "JOURNAL",
+    "LOCK",
+    "BuildLock",
+    "interrupted",
+    "recover",
+    "remove_stale_temps",
+    "write_files",
+]
 
 
 @functools.cache
@@ -99,9 +110,6 @@ def _prune(folder: Path, stop: Path) -> None:
         folder = folder.parent
 
 
-JOURNAL = f"{DOCS}/.lockdocs-journal"
-
-
 def _entry(
     root: Path, target: Path, backup: Path | None, tmp: Path | None, digest: str | None
 ) -> dict[str, str | None]:
@@ -120,137 +128,11 @@ def _write_journal(root: Path, entries: list[dict[str, str | None]]) -> None:
     _write_temp(target, json.dumps(entries, sort_keys=True).encode("utf-8")).replace(target)
 
 
-def _discard(root: Path, entries: list[dict[str, str | None]]) -> None:
-    for e in entries:
-        for key in ("backup", "temp"):
-            if e[key]:
-                (root / str(e[key])).unlink(missing_ok=True)
-
-
 def _crash_point(renamed: int) -> None:
     """For the crash test only: LOCKDOCS_CRASH_AFTER=N kills the process after N renames."""
     limit = os.environ.get("LOCKDOCS_CRASH_AFTER")
     if limit and renamed >= int(limit):
         os.kill(os.getpid(), signal.SIGKILL)
-
-
-def interrupted(root: Path) -> bool:
-    """A build was killed while it replaced files (its journal is still there)."""
-    return (root / JOURNAL).is_file() or (root / JOURNAL).is_symlink()
-
-
-_MAX_JOURNAL_BYTES = 16 * 1024 * 1024
-
-
-def _journal_entries(root: Path) -> tuple[list[dict[str, str | None]], str]:
-    """The journal's entries, or ([], why it cannot be trusted). A journal names files to
-    restore and delete, so only the exact shape a build writes is followed: a list of
-    {target, backup, temp, sha}, every name inside docs/ (symlinks resolved) and none of
-    lockdocs' own files, each backup and temporary file a `.NAME.XXXXXXXX.tmp` sibling of its
-    target, each sha a sha256."""
-    journal = root / JOURNAL
-    if journal.is_symlink() or not confined(root, JOURNAL):
-        return [], "it is a symlink"
-    try:
-        if journal.stat().st_size > _MAX_JOURNAL_BYTES:
-            return [], "it is far larger than any journal a build writes"
-        entries = json.loads(journal.read_bytes().decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        return [], "it is not JSON"
-    if not isinstance(entries, list):
-        return [], "it is not a list of entries"
-    for e in entries:
-        if not isinstance(e, dict) or set(e) != {"target", "backup", "temp", "sha"}:
-            return [], "an entry is not {target, backup, temp, sha}"
-        target = e["target"]
-        if (
-            not isinstance(target, str)
-            or not confined(root, target)
-            or (target != MANIFEST and PurePosixPath(target).name.startswith(".lockdocs-"))
-        ):
-            return [], f"an entry's target {target!r} is not a generated file inside {DOCS}/"
-        digest = e["sha"]
-        if digest is not None and (
-            not isinstance(digest, str) or not re.fullmatch(r"[0-9a-f]{64}", digest)
-        ):
-            return [], f"an entry's sha {digest!r} is not a sha256"
-        for key in ("backup", "temp"):
-            value = e[key]
-            if value is None:
-                continue
-            name = PurePosixPath(target).name
-            if (
-                not isinstance(value, str)
-                or PurePosixPath(value).parent != PurePosixPath(target).parent
-                or not re.fullmatch(
-                    re.escape(f".{name}.") + r"[A-Za-z0-9_]+\.tmp", PurePosixPath(value).name
-                )
-                or not confined(root, value)
-            ):
-                return [], f"an entry's {key} {value!r} is not a temporary file beside {target}"
-    return entries, ""
-
-
-def recover(root: Path, err: TextIO | None = None) -> bool:
-    """Undo a build that did not finish: put back every file it replaced or removed and
-    delete what it added. Returns whether there was anything to undo. A journal that is not
-    exactly what a build writes is reported (to `err`), removed and never followed."""
-    journal = root / JOURNAL
-    if not interrupted(root):
-        return False
-    try:
-        entries, problem = _journal_entries(root)
-    except OSError as exc:
-        entries, problem = [], f"it cannot be read ({exc.strerror})"
-    if problem:
-        if err is not None:
-            err.write(
-                f"lockdocs: ignored {JOURNAL}: {problem}; nothing in it was followed, "
-                "and it is removed\n"
-            )
-        journal.unlink(missing_ok=True)
-        return False
-    complete = all((root / str(e["backup"])).is_file() for e in entries if e.get("backup"))
-    kept: list[str] = []
-    if complete:  # the copies are all there: restore them
-        for e in entries:
-            rel = str(e["target"])
-            target = root / rel
-            if e.get("backup"):
-                backup = root / str(e["backup"])
-                if _may_replace(target, rel, e["sha"], backup):
-                    backup.replace(target)
-                else:
-                    kept.append(rel)
-            elif e.get("temp"):  # a file this build added: only the very file it wrote goes
-                if written_by_lockdocs(target, rel, e["sha"] or "-"):
-                    target.unlink(missing_ok=True)
-                elif target.exists():
-                    kept.append(rel)
-    _discard(root, entries)  # otherwise the build had finished and was only tidying up
-    journal.unlink(missing_ok=True)
-    if kept and err is not None:
-        for rel in kept:
-            err.write(
-                f"lockdocs: kept {rel}: {JOURNAL} names it, but it is not a file lockdocs "
-                "wrote, so it was neither removed nor replaced\n"
-            )
-    return complete
-
-
-def _may_replace(target: Path, rel: str, digest: str | None, backup: Path) -> bool:
-    """Whether restoring `backup` over `target` touches only what lockdocs wrote: the target
-    is gone (a removal to undo), is the copy already, or is the file the build put there."""
-    if not target.exists() and not target.is_symlink():
-        return True
-    if target.is_symlink() or not target.is_file():
-        return False
-    try:
-        if target.read_bytes() == backup.read_bytes():
-            return True
-    except OSError:
-        return False
-    return digest is not None and written_by_lockdocs(target, rel, digest)
 
 
 _TEMP = re.compile(r"\.(.+)\.[a-z0-9_]{8}\.tmp")
@@ -403,7 +285,7 @@ def write_files(root: Path, files: dict[str, str]) -> tuple[list[str], list[str]
             entries.append(_entry(root, target, backup, None, None))
         _write_journal(root, entries)
     except BaseException:
-        _discard(root, entries)
+        discard(root, entries)
         for _, tmp in temps:
             tmp.unlink(missing_ok=True)
         raise
@@ -416,7 +298,7 @@ def write_files(root: Path, files: dict[str, str]) -> tuple[list[str], list[str]
     except BaseException:
         recover(root)
         raise
-    _discard(root, entries)  # the build is in place: drop the copies, then the journal
+    discard(root, entries)  # the build is in place: drop the copies, then the journal
     (root / JOURNAL).unlink(missing_ok=True)
     for rel in stale:
         _prune((root / rel).parent, docs)

@@ -19,28 +19,14 @@ import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
+from lockdocs.render.hidden import code_lines, visible
 from lockdocs.render.urls import safe_url
 
 # Characters that start or end Markdown inline syntax; a backslash makes each literal in both
 # Python-Markdown (all are in its ESCAPED_CHARS) and CommonMark (all are ASCII punctuation).
 _BACKSLASHED = frozenset("\\`*[]{}#")
 _HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
-# Characters that hide or reorder what a reader sees: C0 and C1 controls, bidi embeddings,
-# overrides and isolates, zero-width spaces and joiners, the BOM, line and paragraph
-# separators, soft hyphens and the invisible operators.
-_HIDDEN = re.compile(
-    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f"
-    "\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff]"
-)
 _ORDERED_START = re.compile(r"^(\d+)([.)])")
-
-
-def visible(value: str) -> str:
-    """Every character that could hide or reorder text shown as its escape (`\\u202e`), so
-    a reader sees it is there: a bidi override in a name cannot flip what the page, a
-    diagram or a terminal shows, and a zero-width character cannot make two names look
-    alike."""
-    return _HIDDEN.sub(lambda m: f"\\u{ord(m.group(0)):04x}", value)
 
 
 def _inline(value: object) -> str:
@@ -180,18 +166,6 @@ def sentence_md(value: object, issues: str | None = None) -> str:
     """One sentence of author prose: `code`, safe links and #123 issue links kept, everything
     else literal, ending with exactly one full stop."""
     return _inline_md(ends_once(_inline(value)), issues)
-
-
-def code_lines(code: str) -> tuple[str, ...]:
-    """The lines of a code block, each literal: tabs as four spaces, trailing spaces dropped,
-    and every character that could hide or reorder text (controls, bidi overrides, zero-width
-    characters) shown as its escape, e.g. \\u202e."""
-    lines = code.replace("\r\n", "\n").replace("\r", "\n").expandtabs(4).split("\n")
-    while lines and not lines[-1].strip():
-        lines.pop()
-    while lines and not lines[0].strip():
-        lines.pop(0)
-    return tuple(visible(ln).rstrip() for ln in lines)
 
 
 def clause_md(value: object, issues: str | None = None) -> str:
@@ -389,6 +363,8 @@ def attr(value: str) -> str:
     """A block attribute list giving the paragraph above an id, `{: #path-commit }`."""
     return "{: " + anchor(value)[1:-1] + " }"
 
+
+__all__ = ["FILTERS", "Link", "code_lines", "safe_url", "visible"]
 
 FILTERS = {
     "anchor": anchor,

@@ -11,7 +11,8 @@ from lockdocs import model as m
 from lockdocs.analysis.events import Event
 from lockdocs.render.escape import Link
 from lockdocs.render.view.base import Context, IssueRef, group_key, group_slugs, path_anchor, walk
-from lockdocs.render.view.steps import StepLines, StepView
+from lockdocs.render.view.steps import StepLines
+from lockdocs.render.view.stepview import StepView
 from lockdocs.render.view.transactions import TxView
 from lockdocs.render.words import mode_label, waits
 

@@ -9,96 +9,21 @@ entitlements.Materializing kind"), never a tag before the word "transaction".
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-
 from lockdocs import model as m
 from lockdocs.analysis.events import Event
 from lockdocs.render.escape import Link
 from lockdocs.render.view.base import Context, walk
+from lockdocs.render.view.stepview import (
+    StepView,
+    ends_open,
+    held_mark,
+    memory_backend,
+    next_marker,
+)
 from lockdocs.render.view.transactions import TxView
 from lockdocs.render.words import HELD_WORDS, backend_name, mode_label, order_phrase, tx_words
 
-
-@dataclass(frozen=True)
-class StepView:
-    """One line of a path's nested list; `indent` and `marker` place it."""
-
-    kind: str
-    indent: str
-    marker: str
-    lock: Link | None = None
-    mode: str | None = None
-    via: tuple[str, ...] = ()
-    note: str | None = None
-    instance: str | None = None
-    order: str | None = None  # "in ascending pool_id order", or a sequence as it is
-    implicit: str | None = None
-    # for a take whose statement changes a unique key's column: why it is FOR UPDATE, in words
-    changes_key: str | None = None
-    backend: str | None = None
-    held: str = "never"  # never | always | later | maybe: the lock was already held
-    held_words: str | None = None
-    upgrade_from: str | None = None
-    label: str | None = None
-    target: Link | None = None
-    target_title: str | None = None
-    first_lock: Link | None = None
-    first_mode: str | None = None
-    tx_before: str = ""  # the words before a kind's link ("a second", "a new transaction of the")
-    tx_after: str = ""  # and after it ("kind" for a kind named as in the code)
-    holding: tuple[Link, ...] = ()  # for a call out, a commit that keeps locks: what is held
-    held_known: bool = True
-    in_transaction: bool = True  # for a run: a transaction is open where it runs
-    opens_own: bool = False  # for a run: the path it runs opens transactions of its own
-    code_like: bool = False  # for a call: the label is an identifier, not words
-    # for a take a foreign-key check implies: the write it comes from, in words
-    derived: str | None = None
-    attempt: str | None = None  # for a try: what the code does when the lock is not free
-    under: tuple[Link, str] | None = None  # for a take within a parent: (parent lock, instance)
-    # for a write: what it inserts into or updates, and the foreign keys it leaves alone
-    table: str | None = None
-    write_how: str | None = None  # "inserts into" | "updates"
-    columns: tuple[str, ...] = ()
-    fk_untouched: tuple[tuple[Link, str], ...] = ()  # (parent lock, referencing column)
-    # for a set take: its elements, each a take line's facts (lock, instance, mode, marks)
-    elements: tuple[StepView, ...] = ()
-    memory: bool = False  # a take of an in-process lock (a lockset entry): no SQL mode words
-
-
 Located = dict[tuple[str, int, int], list[Event]]
-
-
-def held_mark(
-    evs: list[Event], step: m.Take, in_loop: bool, elsewhere: Callable[[int], bool] | None = None
-) -> str:
-    """never | always | later | maybe, from what the analysis saw at the take. An acquisition
-    of an instance held as a "maybe" (a loop that may run zero times took it) counts as held
-    when the declarations say the take is a re-take (`again: true`). `elsewhere(line)` says a
-    hold taken at that line was taken on another backend only (a Postgres advisory lock is no
-    hold of the SQLite lockset entry that stands for it)."""
-    held = first = 0
-    for e in evs:
-        if e.kind not in ("acquire", "retake", "upgrade"):
-            continue
-        mine = [
-            h
-            for h in e.held
-            if h.lock == e.lock and not (elsewhere is not None and elsewhere(h.acquired_at))
-        ]
-        if elsewhere is not None and e.kind == "retake" and not mine:
-            first += 1
-            continue
-        again = step.again and any(h.instance == e.instance for h in mine)
-        if e.kind == "retake" or again:
-            held += 1
-        elif e.kind == "acquire":
-            first += 1
-    if not held:
-        return "never"
-    if not first:
-        return "always"
-    return "later" if in_loop else "maybe"
 
 
 class StepLines:
@@ -222,7 +147,7 @@ class StepLines:
             )
         )
         if opens and callee is not None:
-            open_tx = _ends_open(callee.steps, open_tx)
+            open_tx = ends_open(callee.steps, open_tx)
         return open_tx
 
     def simple(
@@ -307,7 +232,7 @@ class StepLines:
                     lock=ctx.lock_link(step.lock),
                     via=step.via,
                     note=step.note,
-                    backend=backend_name(step.backend or _memory_backend(lock)),
+                    backend=backend_name(step.backend or memory_backend(lock)),
                 )
             )
         return open_tx
@@ -347,7 +272,7 @@ class StepLines:
                 StepView(
                     kind="first",
                     indent=indent,
-                    marker=_next(marker),
+                    marker=next_marker(marker),
                     via=(tx.opened_by,) if tx.opened_by else (),
                     first_lock=tx.first_lock,
                     first_mode=tx.first_mode,
@@ -468,30 +393,3 @@ class StepLines:
                 if lock is not None and (lock.kind == "memory" or lock.scope == "session"):
                     seen.setdefault(h.lock, None)
         return tuple(self.ctx.lock_link(lid) for lid in seen), True
-
-
-def _next(marker: str) -> str:
-    """The marker after '3.': '4.'."""
-    return f"{int(marker.rstrip('.')) + 1}."
-
-
-def _memory_backend(lock: m.Lock | None) -> str | None:
-    """The backend on which a lock lives in memory (the one a release is about), if one."""
-    if lock is None:
-        return None
-    names = [b.name for b in lock.backends if b.kind == "memory"]
-    return names[0] if len(names) == 1 and len(lock.backends) > 1 else None
-
-
-def _ends_open(steps: tuple[m.Step, ...], open_tx: bool) -> bool:
-    """Whether a transaction is open after these steps (structurally; branches: any)."""
-    for s in steps:
-        if isinstance(s, m.Begin):
-            open_tx = True
-        elif isinstance(s, m.End):
-            open_tx = s.how == "leave_open"
-        elif isinstance(s, m.Loop):
-            open_tx = _ends_open(s.steps, open_tx)
-        elif isinstance(s, m.Branches):
-            open_tx = any(_ends_open(alt, open_tx) for _, alt in s.alternatives)
-    return open_tx
