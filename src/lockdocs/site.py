@@ -77,6 +77,13 @@ docs_dir: docs
 theme:
   name: material
   font: false   # no Google Fonts: the site makes no request of its own
+  palette:      # light or dark, as the reader's system prefers, with a toggle
+    - media: "(prefers-color-scheme: light)"
+      scheme: default
+      toggle: {{icon: material/weather-night, name: Switch to dark mode}}
+    - media: "(prefers-color-scheme: dark)"
+      scheme: slate
+      toggle: {{icon: material/weather-sunny, name: Switch to light mode}}
 
 # lockdocs' stylesheet: wide lock tables, diagrams that fit the column and read in the dark
 # scheme, a path's diagram beside its steps
@@ -86,6 +93,7 @@ extra_css:
 markdown_extensions:
   - toc:
       permalink: true   # an anchor link on every heading
+      toc_depth: 3      # the sections and groups; a lock's or a path's details stay folded
   - tables
   - attr_list           # the page's anchors ({{#lock-...}}); without it they show as text
   - admonition          # notes on the page
