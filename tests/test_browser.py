@@ -35,7 +35,15 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-REFERENCE = REPO.parent / "shared" / "reference"  # beside the clone in CI, never copied in
+# Beside the clone in CI (a worktree sits one folder deeper), never copied in.
+REFERENCE = next(
+    (
+        up / "shared" / "reference"
+        for up in (REPO.parent, REPO.parent.parent)
+        if (up / "shared" / "reference").is_dir()
+    ),
+    REPO.parent / "shared" / "reference",
+)
 ARTIFACTS = REPO / "test-artifacts"
 CHROMIUM = Path("/usr/bin/chromium")
 

@@ -205,6 +205,11 @@ def test_flagship_locks_and_rules(flagship: dict[str, Any]) -> None:
 def test_flagship_exceptions_and_planned(flagship: dict[str, Any]) -> None:
     exceptions = flagship["exceptions"]
     assert sorted(e["issue"] for e in exceptions if e["issue"]) == [186, 186]
+    # one exception for the tier add's and the tier removal's key rows (one finding)
+    keys = [e for e in exceptions if e["rule"] == "LD202" and e["lock"] == "resource-key-row"]
+    assert len(keys) == 1 and keys[0]["path"] is None
+    titles = [e["title"] for e in exceptions]
+    assert len(set(titles)) == len(titles)
     by_rule = {(e["rule"], e["path"], e["branch"]) for e in exceptions}
     assert ("pools-sorted", "tier-add", None) in by_rule
     assert ("pool-before-write", "reconcile-subscription", "Suspended") in by_rule
@@ -212,7 +217,9 @@ def test_flagship_exceptions_and_planned(flagship: dict[str, Any]) -> None:
     assert all(e["why"] for e in exceptions)
     # the deviations that break no rule are differences, with their issues
     assert sorted(d["issue"] for d in flagship["differences"]) == [165, 180]
-    assert [p["issue"] for p in flagship["planned"]] == [186, 165, 213]
+    # #213 (tier changes hold the exclusive rendezvous) is how the code works today, so it is
+    # an issue the locks and paths cite, not planned work
+    assert [p["issue"] for p in flagship["planned"]] == [186, 165]
 
 
 # --- acquisition order: the paths of the reference page ----------------------------------------
@@ -261,8 +268,13 @@ def test_revoke_in_full(flagship: dict[str, Any]) -> None:
     assert heads and all(any(h["lock"] == "pool-row" for h in a["held"]) for a in heads)
     writes = [s["what"] for s in path["steps"] if s["type"] == "write"]
     assert writes == ["positions", "positions"]
-    # materialization: one entitlement insert per resource key of the pool, in byte order
-    loop = path["steps"][-2]
+    # materialization: the sub-path that inserts one entitlement per resource key of the pool,
+    # in byte order; its foreign-key check takes the key row FOR KEY SHARE
+    run = path["steps"][-2]
+    assert (run["type"], run["path"]) == ("run", "materialize")
+    materialize = _path(flagship, "materialize")
+    assert materialize["standalone"] is False
+    (loop,) = materialize["steps"]
     assert (loop["type"], loop["order"]) == ("loop", "byte order")
     write, derived = loop["steps"]
     assert (write["type"], write["what"], write["insert"]) == (
@@ -332,11 +344,11 @@ def test_subscription_reconcile_in_full(flagship: dict[str, Any]) -> None:
     assert list(branches) == ["Active", "Ended", "Suspended"]
 
     active = [s["type"] for s in branches["Active"]]
-    assert active == ["loop", "loop", "write", "commit", "external", "branches"]
+    assert active == ["loop", "run", "write", "commit", "external", "branches"]
     assert [s["what"] for s in branches["Active"] if s["type"] == "write"] == [
         "scheduled-change ledger",
     ]
-    assert [s.get("what") for s in branches["Active"][1]["steps"]] == ["entitlements", None]
+    assert branches["Active"][1]["path"] == "materialize"
     assert branches["Active"][4]["name"] == "Stripe: release a spent subscription schedule"
     second = {b["name"]: b["steps"] for b in branches["Active"][5]["branches"]}
     with_tx = second["the release succeeded and the schedule held a scheduled downgrade"]
@@ -353,7 +365,7 @@ def test_subscription_reconcile_in_full(flagship: dict[str, Any]) -> None:
     # (only the FOR KEY SHARE its entitlement inserts take on the resource keys)
     assert not [a for a in acq if a["branch"][:1] == ["Suspended"] and not _derived(a)]
     suspended = [s["type"] for s in branches["Suspended"]]
-    assert suspended == ["call", "write", "loop", "commit"]
+    assert suspended == ["call", "write", "run", "commit"]
     assert branches["Suspended"][0]["name"] == "core.sync_source_status"
     # Ended: end_conferral, resumption only when something ended, then the floor restoration
     # (each also where the loop before it found nothing to do, so the order of first takes
@@ -770,7 +782,7 @@ def test_every_reference_path_is_declared(flagship: dict[str, Any]) -> None:
         "registry-with-lock",
     }
     standalone = {p["id"] for p in flagship["paths"] if not p["standalone"]}
-    assert standalone == {"settle-pool", "resume-replaced-grants", "enact-default"}
+    assert standalone == {"settle-pool", "resume-replaced-grants", "enact-default", "materialize"}
 
 
 # --- the dstack example --------------------------------------------------------------------------

@@ -75,7 +75,10 @@ def test_schema_line_points_at_the_written_schema(tmp_path: Path) -> None:
 
 def test_init_prints_how_to_serve_and_the_pre_commit_lines(tmp_path: Path) -> None:
     out = lockdocs("init", cwd=tmp_path).stdout
-    assert "The site: mkdocs.yml and docs/index.md are written; the page is in the nav.\n" in out
+    assert (
+        "The site: mkdocs.yml, docs/index.md and lockdocs' stylesheet "
+        "(docs/stylesheets/lockdocs.css) are written; the page is in the nav.\n"
+    ) in out
     for serve in ("mkdocs serve", "properdocs serve", "zensical serve"):
         assert serve in out, serve
     assert "      - id: lockdocs-check\n" in out
@@ -123,12 +126,15 @@ MINIMAL_MKDOCS = "site_name: Mine\nnav:\n  - Home: index.md\n"
             "    markdown_extensions:\n"
             "      - attr_list   # heading anchors such as {#lock-...}\n"
             "      - pymdownx.details   # folded sections (??? blocks)\n\n"
+            "    extra_css:\n"
+            "      - stylesheets/lockdocs.css   # lockdocs' stylesheet, written by init\n\n"
             "    nav:\n"
             "      - Database locks: database-locks.md\n",
         ),
         (
             "site_name: Mine\nmarkdown_extensions:\n  - attr_list\n  - pymdownx.details\n"
-            "  - pymdownx.emoji:\n      emoji_index: !!python/name:material.extensions.emoji.twemoji\n",
+            "  - pymdownx.emoji:\n      emoji_index: !!python/name:material.extensions.emoji.twemoji\n"
+            "extra_css: [stylesheets/lockdocs.css]\n",
             "Your mkdocs.yml already has what the page needs.\n",
         ),
         (
@@ -223,3 +229,26 @@ def test_paths_that_is_a_file_blocks_init(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert proc.stderr == "lockdocs: paths exists and is not a folder\n"
     assert files_under(tmp_path) == {"paths": b"x"}
+
+
+def test_init_writes_lockdocs_stylesheet_and_an_example_that_commits(tmp_path: Path) -> None:
+    """The new site shows the page as the tool's own site does: the stylesheet (the package's
+    copy, the same as this site's) is written and named in mkdocs.yml, and the example path
+    ends its transaction."""
+    import yaml
+
+    from lockdocs.scaffold import stylesheet
+
+    assert lockdocs("init", cwd=tmp_path).returncode == 0
+    css = tmp_path / "docs" / "stylesheets" / "lockdocs.css"
+    assert css.read_bytes() == stylesheet()
+    repo = Path(__file__).resolve().parents[1]
+    assert (repo / "docs" / "stylesheets" / "lockdocs.css").read_bytes() == stylesheet()
+    config = yaml.safe_load((tmp_path / "mkdocs.yml").read_text(encoding="utf-8"))
+    assert config["extra_css"] == ["stylesheets/lockdocs.css"]
+    path = yaml.safe_load((tmp_path / "paths" / "accounts.yaml").read_text(encoding="utf-8"))
+    assert path["paths"]["sync-account"]["steps"][-1] == "commit"
+    page = (tmp_path / "docs" / "database-locks.md").read_text(encoding="utf-8")
+    assert "4. Commits" in page
+    # no claim about code the project does not name, no "several" where no path takes several
+    assert "No code takes" not in page and "several at once" not in page

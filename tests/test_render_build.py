@@ -3,6 +3,7 @@ real `dot`: files written, compared, kept byte-identical, and never half-written
 
 from __future__ import annotations
 
+import hashlib
 import io
 import re
 import shutil
@@ -81,7 +82,14 @@ def test_build_writes_the_page_the_diagrams_and_a_manifest(built: Path) -> None:
     files = _snapshot(built)
     assert sorted(files) == sorted([*GENERATED, "docs/.lockdocs-manifest"])
     manifest = files["docs/.lockdocs-manifest"].decode().splitlines()
-    assert manifest[1:] == GENERATED
+    assert [line.split()[0] for line in manifest[1:]] == GENERATED
+    # a page or DOT file with the hash of what was written (an SVG is told by its stamp)
+    for line in manifest[1:]:
+        rel, *digest = line.split()
+        if rel.endswith((".md", ".dot")):
+            assert digest == [hashlib.sha256(files[rel]).hexdigest()], line
+        else:
+            assert not digest, line
     page = files[PAGE].decode()
     assert "![Legend" in page and "(database-locks/legend.svg)" in page
     assert "(database-locks/lock-order-catalog-gate.svg)" in page

@@ -52,7 +52,7 @@ def test_the_flagship_code_is_fully_covered_and_clean() -> None:
         0,
     )
     page = (REPO / "docs" / "database-locks.md").read_text(encoding="utf-8")
-    assert "32 of 32 takers are found there" in page
+    assert "32 of 32 are found there" in page.split("## How this page is checked")[1]
 
 
 def _taker_line(name: str) -> int:

@@ -305,7 +305,7 @@ def test_plugin_watches_the_declarations_under_serve(tmp_path: Path) -> None:
         def __init__(self) -> None:
             self.watched: list[str] = []
 
-        def watch(self, path: str) -> None:
+        def watch(self, path: str, recursive: bool = True) -> None:  # LiveReloadServer's
             self.watched.append(path)
 
     server = Server()

@@ -13,6 +13,7 @@ import io
 import subprocess
 import tempfile
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +21,7 @@ from lockdocs.api import build
 from lockdocs.render.targets import DOCS
 from lockdocs.report.where import project_prefix, repository_top
 from lockdocs.schema.definition import shipped_files
-from lockdocs.site import advise, index_md, mkdocs_yml
+from lockdocs.site import STYLESHEET, advise, index_md, mkdocs_yml
 
 if TYPE_CHECKING:
     from lockdocs.site import Advice
@@ -121,6 +122,7 @@ paths:
       - take: account-row
         via: LockAccount
       - write: balance
+      - commit
 """
 
 PRE_COMMIT_SNIPPET = """\
@@ -231,15 +233,24 @@ def _site(root: Path, page: dict[str, bytes]) -> tuple[dict[str, bytes], Advice 
     nothing to write, and what the existing one lacks."""
 
     markdown = page.get(f"docs/{PAGE}", b"").decode("utf-8")
+    # lockdocs' stylesheet, beside the page (an existing one is left as it is)
+    css: dict[str, bytes] = {}
+    if not (root / "docs" / STYLESHEET).exists():
+        css[f"docs/{STYLESHEET}"] = stylesheet()
     existing = root / "mkdocs.yml"
     if existing.is_file():
-        return {}, advise(existing, markdown, PAGE, PAGE_TITLE)
+        return css, advise(existing, markdown, PAGE, PAGE_TITLE)
     name = root.resolve().name.replace("-", " ").replace("_", " ").strip() or "Documentation"
     name = name[:1].upper() + name[1:]
-    files = {"mkdocs.yml": mkdocs_yml(name, PAGE).encode("utf-8")}
+    files = {**css, "mkdocs.yml": mkdocs_yml(name, PAGE).encode("utf-8")}
     if not (root / "docs" / "index.md").exists():
         files["docs/index.md"] = index_md(name, PAGE, PAGE_TITLE).encode("utf-8")
     return files, None
+
+
+def stylesheet() -> bytes:
+    """lockdocs' stylesheet for a lock page on MkDocs Material (the package's copy)."""
+    return (resources.files("lockdocs") / "assets" / "lockdocs.css").read_bytes()
 
 
 def make(root: Path) -> Scaffold:
@@ -282,7 +293,10 @@ def next_steps(root: Path, advice: Advice | None = None) -> str:
         "\n"
     )
     if advice is None:
-        out += "The site: mkdocs.yml and docs/index.md are written; the page is in the nav.\n"
+        out += (
+            "The site: mkdocs.yml, docs/index.md and lockdocs' stylesheet "
+            f"(docs/{STYLESHEET}) are written; the page is in the nav.\n"
+        )
     elif advice.add:
         out += "Add these lines to your mkdocs.yml, so the page builds as it should:\n\n"
         out += _indent(advice.add + "\n")

@@ -28,7 +28,15 @@ _NEEDS = (
     ("admonition", "notes and warnings (!!! blocks)", re.compile(r"^!!! ", re.M)),
     ("pymdownx.details", "folded sections (??? blocks)", re.compile(r"^\?\?\?\+? ", re.M)),
     ("md_in_html", "Markdown inside HTML blocks", re.compile(r"<\w+[^>]*\bmarkdown=", re.M)),
+    (
+        "pymdownx.superfences",
+        "the code under a rule, inside the rules' list",
+        re.compile(r"^ {4,}```", re.M),
+    ),
 )
+
+# The stylesheet init writes into a new site (lockdocs/assets/lockdocs.css), under docs/.
+STYLESHEET = "stylesheets/lockdocs.css"
 # Extensions MkDocs (and ProperDocs) enable on their own; Zensical's defaults include them too.
 _BUILT_IN = frozenset({"toc", "tables", "fenced_code"})
 
@@ -57,7 +65,8 @@ def missing(markdown: str, config_extensions: Any) -> list[tuple[str, str]]:
 
 def mkdocs_yml(site_name: str, page: str) -> str:
     """The mkdocs.yml init writes when there is none: enough for MkDocs, ProperDocs and
-    Zensical to build the page with its anchors, its tables and its diagrams."""
+    Zensical to build the page with its anchors, its tables and its diagrams, in lockdocs'
+    stylesheet (STYLESHEET, which init writes beside it)."""
     name = site_name.replace('"', "'")
     return f"""\
 # The documentation site. MkDocs, ProperDocs and Zensical all read this file:
@@ -68,14 +77,28 @@ docs_dir: docs
 theme:
   name: material
   font: false   # no Google Fonts: the site makes no request of its own
+  palette:      # light or dark, as the reader's system prefers, with a toggle
+    - media: "(prefers-color-scheme: light)"
+      scheme: default
+      toggle: {{icon: material/weather-night, name: Switch to dark mode}}
+    - media: "(prefers-color-scheme: dark)"
+      scheme: slate
+      toggle: {{icon: material/weather-sunny, name: Switch to light mode}}
+
+# lockdocs' stylesheet: wide lock tables, diagrams that fit the column and read in the dark
+# scheme, a path's diagram beside its steps
+extra_css:
+  - {STYLESHEET}
 
 markdown_extensions:
   - toc:
       permalink: true   # an anchor link on every heading
+      toc_depth: 3      # the sections and groups; a lock's or a path's details stay folded
   - tables
   - attr_list           # the page's anchors ({{#lock-...}}); without it they show as text
   - admonition          # notes on the page
   - pymdownx.details    # the details a first read does not need, folded (??? blocks)
+  - pymdownx.superfences   # code blocks under a rule (a rule's example:)
 
 # The lockdocs plugin (MkDocs and ProperDocs) reloads the page as you edit the declarations
 # and warns when the committed page is stale. The site does not depend on it.
@@ -120,7 +143,8 @@ def _load_lenient(text: str) -> Any:
 
 
 def advise(config_file: Path, page_markdown: str, page: str, title: str) -> Advice:
-    """What to add to an existing mkdocs.yml so the page builds with its anchors."""
+    """What to add to an existing mkdocs.yml so the page builds with its anchors, in lockdocs'
+    stylesheet."""
 
     try:
         config = _load_lenient(config_file.read_text(encoding="utf-8"))
@@ -135,6 +159,9 @@ def advise(config_file: Path, page_markdown: str, page: str, title: str) -> Advi
         lines = ["markdown_extensions:"]
         lines += [f"  - {ext}   # {why}" for ext, why in lacking]
         blocks.append("\n".join(lines))
+    css = config.get("extra_css")
+    if not (isinstance(css, list) and STYLESHEET in [str(c) for c in css]):
+        blocks.append(f"extra_css:\n  - {STYLESHEET}   # lockdocs' stylesheet, written by init")
     nav = config.get("nav")
     if isinstance(nav, list) and page not in _nav_pages(nav):
         blocks.append(f"nav:\n  - {title}: {page}")

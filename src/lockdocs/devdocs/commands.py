@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import typer
@@ -42,6 +43,28 @@ def _use_instead(example: dict[str, str], fixed: dict[str, str]) -> list[str]:
     elif same:
         out += _files_block(fixed)
     return out
+
+
+# What an option's value is, in words, for the Python type names click prints: a reader types
+# a path or a number, not a list[Path] or a float range.
+_METAVARS = {
+    "list[path]": "path",
+    "path": "path",
+    "float range": "number",
+    "float": "number",
+    "integer range": "n",
+    "int": "n",
+    "integer": "n",
+    "str": "text",
+    "text": "text",
+}
+
+
+def _readable(names: str) -> str:
+    """`--time-limit <float range>` -> `--time-limit <number>`; choices and `dir` stay."""
+    return re.sub(
+        r"<([^>]+)>", lambda m: "<" + _METAVARS.get(m.group(1).lower(), m.group(1)) + ">", names
+    )
 
 
 def rules_reference() -> str:
@@ -149,7 +172,7 @@ def cli_reference() -> str:
             if record is None:
                 continue
             names, help_text = record
-            rows.append(f"| {code_cell(names)} | {cell(help_text)} |")
+            rows.append(f"| {code_cell(_readable(names))} | {cell(help_text)} |")
         if rows:
             lines += ["| Option | Description |", "|---|---|", *rows, ""]
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -51,6 +51,7 @@ __all__ = [
     "CodeGlob",
     "Difference",
     "End",
+    "Example",
     "External",
     "Group",
     "IntegerPart",
@@ -63,6 +64,7 @@ __all__ = [
     "Page",
     "Path",
     "Planned",
+    "PlannedTake",
     "Reference",
     "Release",
     "Rule",
@@ -77,6 +79,15 @@ __all__ = [
 
 
 @dataclass(frozen=True)
+class Example:
+    """A piece of code a rule shows: the pattern to follow, or a do and a don't."""
+
+    code: str
+    title: str | None = None
+    language: str | None = None
+
+
+@dataclass(frozen=True)
 class Rule:
     id: str
     title: str
@@ -85,6 +96,7 @@ class Rule:
     params: tuple[tuple[str, object], ...] = ()
     text: str | None = None
     issues: tuple[int, ...] = ()
+    examples: tuple[Example, ...] = ()
 
     def param(self, name: str) -> object:
         return dict(self.params).get(name)
@@ -116,10 +128,23 @@ class Difference:
 
 
 @dataclass(frozen=True)
+class PlannedTake:
+    """A take planned work adds: `path` will take `lock` (in `mode`, while holding
+    `holding`)."""
+
+    path: str
+    lock: str
+    mode: str | None = None
+    holding: str | None = None
+
+
+@dataclass(frozen=True)
 class Planned:
     issue: int
     title: str
     affects: tuple[str, ...] = ()
+    adds: tuple[PlannedTake, ...] = ()
+    location: Location | None = None
 
 
 @dataclass(frozen=True)

@@ -26,10 +26,31 @@ def resolve(rv: Resolver) -> m.Model | None:
     waivers = resolve_waivers(rv, rules, paths, locks)
     page_raw = rv.data["page"]
     planned = tuple(
-        m.Planned(p["issue"], p["title"], tuple(p.get("affects") or ()))
-        for p in rv.data.get("planned") or ()
+        m.Planned(
+            p["issue"],
+            p["title"],
+            tuple(p.get("affects") or ()),
+            tuple(
+                m.PlannedTake(a["path"], a["lock"], a.get("mode"), a.get("holding"))
+                for a in p.get("adds") or ()
+            ),
+            rv.ld.loc(("planned", i), key=True),
+        )
+        for i, p in enumerate(rv.data.get("planned") or ())
     )
     for i, pl in enumerate(planned):
+        for j, add in enumerate(pl.adds):
+            base = ("planned", i, "adds", j)
+            if add.path not in paths:
+                rv.err(
+                    "LD004",
+                    rv.ld.loc((*base, "path")),
+                    f"unknown path '{add.path}'",
+                    did_you_mean(add.path, list(paths)),
+                )
+            rv.lock_ref(rv.ld, (*base, "lock"), add.lock, locks)
+            if add.holding is not None:
+                rv.lock_ref(rv.ld, (*base, "holding"), add.holding, locks)
         for j, a in enumerate(pl.affects):
             if a not in locks and a not in paths:
                 rv.err(

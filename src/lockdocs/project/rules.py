@@ -71,6 +71,10 @@ def resolve_rules(
             params=tuple(sorted(params.items())),
             text=raw.get("text"),
             issues=tuple(raw.get("issues") or ()),
+            examples=tuple(
+                m.Example(str(ex["code"]), ex.get("title"), ex.get("language"))
+                for ex in raw.get("example") or ()
+            ),
         )
     return out
 

@@ -1,6 +1,11 @@
 """Writing the generated files all or nothing: each through a temporary file beside its target
 and `os.replace`, the manifest last, with an undo journal that a killed build leaves for the
-next run to restore from, and a lock so builds of one project write one at a time."""
+next run to restore from, and a lock so builds of one project write one at a time.
+
+Neither the manifest nor the journal can make a build delete or replace a file a person wrote:
+a stale file is removed, and a file the journal says a build added is deleted, only when it
+bears lockdocs' mark and still has the content hash recorded for it; a file the journal would
+restore over is one lockdocs wrote, or already the copy. Anything else is kept, and said."""
 
 from __future__ import annotations
 
@@ -13,19 +18,32 @@ import re
 import signal
 import tempfile
 import time
-from pathlib import Path, PurePosixPath
-from typing import TextIO
+from pathlib import Path
 
+from lockdocs.render.journal import JOURNAL, discard, interrupted, recover
 from lockdocs.render.targets import (
     DOCS,
     MANIFEST,
     BuildRefused,
     confined,
     inside_docs,
+    manifest_hashes,
     manifest_text,
-    read_manifest,
     read_or_none,
+    sha,
+    written_by_lockdocs,
 )
+
+# The journal's reading lives in journal.py; these names stay importable from here.
+__all__ = [
+    "JOURNAL",
+    "LOCK",
+    "BuildLock",
+    "interrupted",
+    "recover",
+    "remove_stale_temps",
+    "write_files",
+]
 
 
 @functools.cache
@@ -92,16 +110,16 @@ def _prune(folder: Path, stop: Path) -> None:
         folder = folder.parent
 
 
-JOURNAL = f"{DOCS}/.lockdocs-journal"
-
-
 def _entry(
-    root: Path, target: Path, backup: Path | None, tmp: Path | None
+    root: Path, target: Path, backup: Path | None, tmp: Path | None, digest: str | None
 ) -> dict[str, str | None]:
+    """One file a build replaces, adds or removes: `digest` is the sha256 of what it puts at
+    the target (None for a removal)."""
+
     def rel(p: Path | None) -> str | None:
         return None if p is None else p.relative_to(root).as_posix()
 
-    return {"target": rel(target), "backup": rel(backup), "temp": rel(tmp)}
+    return {"target": rel(target), "backup": rel(backup), "temp": rel(tmp), "sha": digest}
 
 
 def _write_journal(root: Path, entries: list[dict[str, str | None]]) -> None:
@@ -110,97 +128,11 @@ def _write_journal(root: Path, entries: list[dict[str, str | None]]) -> None:
     _write_temp(target, json.dumps(entries, sort_keys=True).encode("utf-8")).replace(target)
 
 
-def _discard(root: Path, entries: list[dict[str, str | None]]) -> None:
-    for e in entries:
-        for key in ("backup", "temp"):
-            if e[key]:
-                (root / str(e[key])).unlink(missing_ok=True)
-
-
 def _crash_point(renamed: int) -> None:
     """For the crash test only: LOCKDOCS_CRASH_AFTER=N kills the process after N renames."""
     limit = os.environ.get("LOCKDOCS_CRASH_AFTER")
     if limit and renamed >= int(limit):
         os.kill(os.getpid(), signal.SIGKILL)
-
-
-def interrupted(root: Path) -> bool:
-    """A build was killed while it replaced files (its journal is still there)."""
-    return (root / JOURNAL).is_file() or (root / JOURNAL).is_symlink()
-
-
-_MAX_JOURNAL_BYTES = 16 * 1024 * 1024
-
-
-def _journal_entries(root: Path) -> tuple[list[dict[str, str | None]], str]:
-    """The journal's entries, or ([], why it cannot be trusted). A journal names files to
-    restore and delete, so only the exact shape a build writes is followed: a list of
-    {target, backup, temp}, every name inside docs/ (symlinks resolved), each backup and
-    temporary file a `.NAME.XXXXXXXX.tmp` sibling of its target."""
-    journal = root / JOURNAL
-    if journal.is_symlink() or not confined(root, JOURNAL):
-        return [], "it is a symlink"
-    try:
-        if journal.stat().st_size > _MAX_JOURNAL_BYTES:
-            return [], "it is far larger than any journal a build writes"
-        entries = json.loads(journal.read_bytes().decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        return [], "it is not JSON"
-    if not isinstance(entries, list):
-        return [], "it is not a list of entries"
-    for e in entries:
-        if not isinstance(e, dict) or set(e) != {"target", "backup", "temp"}:
-            return [], "an entry is not {target, backup, temp}"
-        target = e["target"]
-        if not isinstance(target, str) or not confined(root, target) or target == JOURNAL:
-            return [], f"an entry's target {target!r} is not a file inside {DOCS}/"
-        for key in ("backup", "temp"):
-            value = e[key]
-            if value is None:
-                continue
-            name = PurePosixPath(target).name
-            if (
-                not isinstance(value, str)
-                or PurePosixPath(value).parent != PurePosixPath(target).parent
-                or not re.fullmatch(
-                    re.escape(f".{name}.") + r"[A-Za-z0-9_]+\.tmp", PurePosixPath(value).name
-                )
-                or not confined(root, value)
-            ):
-                return [], f"an entry's {key} {value!r} is not a temporary file beside {target}"
-    return entries, ""
-
-
-def recover(root: Path, err: TextIO | None = None) -> bool:
-    """Undo a build that did not finish: put back every file it replaced or removed and
-    delete what it added. Returns whether there was anything to undo. A journal that is not
-    exactly what a build writes is reported (to `err`), removed and never followed."""
-    journal = root / JOURNAL
-    if not interrupted(root):
-        return False
-    try:
-        entries, problem = _journal_entries(root)
-    except OSError as exc:
-        entries, problem = [], f"it cannot be read ({exc.strerror})"
-    if problem:
-        if err is not None:
-            err.write(
-                f"lockdocs: ignored {JOURNAL}: {problem}; nothing in it was followed, "
-                "and it is removed\n"
-            )
-        journal.unlink(missing_ok=True)
-        return False
-    complete = all((root / str(e["backup"])).is_file() for e in entries if e.get("backup"))
-    if complete:  # the copies are all there: restore them
-        for e in entries:
-            target = root / str(e["target"])
-            if e.get("backup"):
-                (root / str(e["backup"])).replace(target)
-            elif e.get("temp"):
-                target.unlink(missing_ok=True)  # a file this build added
-    _discard(root, entries)  # otherwise the build had finished and was only tidying up
-    journal.unlink(missing_ok=True)
-    return complete
 
 
 _TEMP = re.compile(r"\.(.+)\.[a-z0-9_]{8}\.tmp")
@@ -290,9 +222,10 @@ class BuildLock:
         self.fd = None
 
 
-def write_files(root: Path, files: dict[str, str]) -> tuple[list[str], list[str]]:
+def write_files(root: Path, files: dict[str, str]) -> tuple[list[str], list[str], list[str]]:
     """Write `files` (and the manifest) all or nothing; remove what the last build wrote and
-    this one does not. Returns (written, removed) paths."""
+    this one does not, when it is still the file lockdocs wrote. Returns (written, removed,
+    kept) paths: kept, the stale ones the manifest names that a person wrote or changed."""
     for rel in files:
         if not inside_docs(rel):  # pragma: no cover - render_outputs never makes one
             raise ValueError(f"refusing to write {rel} outside {DOCS}/")
@@ -306,14 +239,19 @@ def write_files(root: Path, files: dict[str, str]) -> tuple[list[str], list[str]
             raise BuildRefused(
                 f"{rel} is a folder, where lockdocs writes a file", "move the folder away"
             )
-    previous = read_manifest(root)
+    previous = manifest_hashes(root)
     wanted = dict(files)
-    manifest = manifest_text(list(files))
+    manifest = manifest_text(list(files), files)
     changed = [rel for rel, text in wanted.items() if read_or_none(root / rel) != text]
     if read_or_none(root / MANIFEST) != manifest:
         changed.append(MANIFEST)
         wanted[MANIFEST] = manifest
-    stale = [rel for rel in previous if rel not in files and (root / rel).is_file()]
+    stale: list[str] = []
+    kept: list[str] = []
+    for rel, digest in previous.items():
+        if rel in files or not (root / rel).is_file():
+            continue
+        (stale if written_by_lockdocs(root / rel, rel, digest) else kept).append(rel)
 
     created: list[Path] = []
     temps: list[tuple[Path, Path]] = []
@@ -339,13 +277,15 @@ def write_files(root: Path, files: dict[str, str]) -> tuple[list[str], list[str]
     try:
         for target, tmp in temps:
             backup = _write_temp(target, target.read_bytes()) if target.exists() else None
-            entries.append(_entry(root, target, backup, tmp))
+            rel = target.relative_to(root).as_posix()
+            entries.append(_entry(root, target, backup, tmp, sha(wanted[rel])))
         for rel in stale:
             target = root / rel
-            entries.append(_entry(root, target, _write_temp(target, target.read_bytes()), None))
+            backup = _write_temp(target, target.read_bytes())
+            entries.append(_entry(root, target, backup, None, None))
         _write_journal(root, entries)
     except BaseException:
-        _discard(root, entries)
+        discard(root, entries)
         for _, tmp in temps:
             tmp.unlink(missing_ok=True)
         raise
@@ -358,8 +298,8 @@ def write_files(root: Path, files: dict[str, str]) -> tuple[list[str], list[str]
     except BaseException:
         recover(root)
         raise
-    _discard(root, entries)  # the build is in place: drop the copies, then the journal
+    discard(root, entries)  # the build is in place: drop the copies, then the journal
     (root / JOURNAL).unlink(missing_ok=True)
     for rel in stale:
         _prune((root / rel).parent, docs)
-    return sorted(r for r in changed if r != MANIFEST), sorted(stale)
+    return sorted(r for r in changed if r != MANIFEST), sorted(stale), sorted(kept)

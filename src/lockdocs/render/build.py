@@ -126,7 +126,7 @@ def build(
         remove_stale_temps(root, [*files, MANIFEST, JOURNAL, *read_manifest(root)])
         if progress is not None:
             progress.say(f"lockdocs: writing {len(files):,} files")
-        written, removed = write_files(root, dict(sorted(files.items())))
+        written, removed, kept = write_files(root, dict(sorted(files.items())))
     except BuildRefused as exc:
         return refuse(err, exc)
     except OSError as exc:
@@ -136,7 +136,7 @@ def build(
         if made_docs:
             with contextlib.suppress(OSError):
                 docs.rmdir()  # only when it stayed empty
-    manifest = manifest_text(list(files))
+    manifest = manifest_text(list(files), files)
     remember_clean(
         root, model, {**hashes(files), MANIFEST: sha(manifest)}, svg=svg, coverage=coverage
     )
@@ -144,6 +144,12 @@ def build(
         out.write(f"wrote {rel}\n")
     for rel in removed:
         out.write(f"removed {rel}\n")
+    for rel in kept:
+        err.write(
+            f"lockdocs: kept {rel}: {MANIFEST} names it, but it is not the file lockdocs wrote "
+            "(a person wrote or changed it), so it is not removed; delete it yourself if it "
+            "is stale\n"
+        )
     unchanged = len(files) - len(written)
     out.write(f"lockdocs: {len(written)} written, {unchanged} unchanged, {len(removed)} removed\n")
     return 0

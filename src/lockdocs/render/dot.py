@@ -16,8 +16,8 @@ import textwrap
 from dataclasses import dataclass, field
 
 from lockdocs import model as m
-from lockdocs.render.escape import dot_label, dot_str
-from lockdocs.render.words import mode_label, order_words
+from lockdocs.render.escape import dot_label, dot_str, visible
+from lockdocs.render.words import HELD_SHORT, mode_label, order_phrase
 
 INK = "#1f2937"  # text and outlines
 LINE = "#4b5563"  # arrows
@@ -59,7 +59,7 @@ LABEL_MAX = 200  # characters of one label; a 1 MB title made dot run out of mem
 def wrap(s: str, width: int = WRAP) -> list[str]:
     """Graphviz does not wrap labels; wrapping here keeps the text deterministic. A label
     longer than LABEL_MAX is cut there (the page keeps the whole text)."""
-    text = " ".join(s.split())
+    text = " ".join(visible(s).split())
     if len(text) > LABEL_MAX:
         text = text[: LABEL_MAX - 1].rstrip() + "…"
     lines = textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False)
@@ -76,7 +76,7 @@ COMMENT_MAX = 1000  # characters of a title or description comment (the SVG's <t
 
 def _comment(text: str) -> str:
     """A one-line DOT comment (never closes early, never spans lines, never huge)."""
-    one = " ".join(text.split()).replace("*/", "* /")
+    one = " ".join(visible(text).split()).replace("*/", "* /")
     return one if len(one) <= COMMENT_MAX else one[: COMMENT_MAX - 1].rstrip() + "…"
 
 
@@ -160,25 +160,29 @@ class _Writer:
 
     def take(self, step: m.Take, indent: str) -> str:
         lock = self.model.locks[step.lock]
-        shape, style = SHAPE.get(lock.kind, ("box", "filled"))
+        # A take on a backend that keeps the lock in memory (a lockset entry on SQLite) is
+        # drawn as the in-memory lock it is there, with its own mode.
+        backend = next((b for b in lock.backends if b.name == step.backend), None)
+        kind = backend.kind if backend is not None else lock.kind
+        shape, style = SHAPE.get(kind, ("box", "filled"))
         label = wrap(lock.title, 22)
         if step.instance:
             label.append(f"({step.instance})")
-        label.append(mode_label(lock.kind, step.mode, step.option))
+        if kind == "memory" and lock.kind != "memory":
+            label.append(f"{backend.mode if backend and backend.mode else 'exclusive'}, in memory")
+        else:
+            label.append(mode_label(lock.kind, step.mode, step.option))
         loc = step.location
         held = self.marks.get((loc.file, loc.line, loc.column), "never")
-        if held == "always":
-            label.append("already held")
-            style += ",dashed"
-        elif held == "sometimes":
-            label.append("sometimes held")
+        if held in HELD_SHORT:
+            label.append(HELD_SHORT[held])
             style += ",dashed"
         return self.node(
             label,
             [
                 ("shape", shape),
                 ("style", f'"{style}"'),
-                ("fillcolor", f'"{FILL.get(lock.kind, "#eeeeee")}"'),
+                ("fillcolor", f'"{FILL.get(kind, "#eeeeee")}"'),
             ],
             indent,
         )
@@ -192,14 +196,12 @@ class _Writer:
         if isinstance(step, m.Loop):
             self.count += 1
             name = dot_str(f"cluster_{self.prefix}:{self.count}")
-            order = (
-                "no order" if step.order == "none" else order_words(step.order)
-            ) or "no declared order"
+            order = "in no particular order" if step.order == "none" else order_phrase(step.order)
             self.lines.append(f"{indent}subgraph {name} {{")
             inner = indent + "  "
+            caption = [*wrap("for " + step.label, 26), *(wrap(order, 26) if order else [])]
             self.lines.append(
-                f"{inner}label={dot_label([*wrap('for ' + step.label, 26), *wrap('in ' + order, 26)])}; "
-                f'style="dashed,rounded"; color="{LINE}";'
+                f'{inner}label={dot_label(caption)}; style="dashed,rounded"; color="{LINE}";'
             )
             first, body_exits = self.seq(step.steps, inner, [])
             if first is None:

@@ -328,7 +328,7 @@ def find_drift(
         if rel not in expected and (root / rel).is_file():
             found[rel] = DriftFile(rel, "stale")
     manifest = b.read_or_none(root / b.MANIFEST) if b.confined(root, b.MANIFEST) else None
-    if not found and manifest != b.manifest_text(sorted(expected)):
+    if not found and manifest != b.manifest_text(sorted(expected), files):
         found[b.MANIFEST] = DriftFile(b.MANIFEST, "manifest")
     if not found and manifest is not None:
         outputs = {**compared, b.MANIFEST: b.sha(manifest)}

@@ -19,21 +19,22 @@ import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
+from lockdocs.render.hidden import code_lines, visible
 from lockdocs.render.urls import safe_url
 
 # Characters that start or end Markdown inline syntax; a backslash makes each literal in both
 # Python-Markdown (all are in its ESCAPED_CHARS) and CommonMark (all are ASCII punctuation).
 _BACKSLASHED = frozenset("\\`*[]{}#")
 _HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _ORDERED_START = re.compile(r"^(\d+)([.)])")
 
 
 def _inline(value: object) -> str:
-    """One line of literal text: whitespace runs (newlines too) become one space; None is ""."""
+    """One line of literal text: whitespace runs (newlines too) become one space, hidden
+    characters their visible escape; None is ""."""
     if value is None:
         return ""
-    return " ".join(_CONTROL.sub("\ufffd", str(value)).split())
+    return " ".join(visible(str(value)).split())
 
 
 def _escape_chars(s: str) -> str:
@@ -139,16 +140,17 @@ def _literal_piece(segment: str) -> str:
     return lead + body + trail
 
 
-def _inline_md(value: str, issues: str | None = None) -> str:
+def _inline_md(value: str, issues: str | None = None, narrow: bool = False) -> str:
     """Inline prose with `code` and [text](safe link) kept, and #123 linked through the
-    project's issue template when it has one."""
+    project's issue template when it has one; `narrow` (a table cell): code that may break
+    between its names."""
     value = _inline(value)
     out: list[str] = []
     pos = 0
     for m in _INLINE_MD.finditer(value):
         out.append(_literal_piece(value[pos : m.start()]))
         if m.group(1):
-            out.append(code(m.group(2)))
+            out.append(tcode(m.group(2)) if narrow else code(m.group(2)))
         elif m.group(5):
             number = m.group(5)
             href = issues.replace("{number}", number) if issues else None
@@ -164,6 +166,18 @@ def sentence_md(value: object, issues: str | None = None) -> str:
     """One sentence of author prose: `code`, safe links and #123 issue links kept, everything
     else literal, ending with exactly one full stop."""
     return _inline_md(ends_once(_inline(value)), issues)
+
+
+def clause_md(value: object, issues: str | None = None) -> str:
+    """Author prose inside a sentence the page goes on with (a note after a dash): `code`,
+    safe links and #123 kept, no closing full stop."""
+    return _inline_md(_END.sub("", _inline(value)), issues)
+
+
+def cell_md(value: object, issues: str | None = None) -> str:
+    """Author prose in a table cell: as clause_md, with code spans that may break between
+    names (see tcode), so a long call does not widen its column."""
+    return _inline_md(_END.sub("", _inline(value)), issues, narrow=True)
 
 
 def _list_items(lines: list[str]) -> tuple[bool, list[str]] | None:
@@ -254,7 +268,7 @@ def tcodes(values: tuple[str, ...] | list[str], sep: str = ", ") -> str:
 def html(value: object) -> str:
     """Text inside raw HTML, attribute values included."""
     return (
-        str(value)
+        visible(str(value))
         .replace("&", "&amp;")
         .replace("<", "&lt;")
         .replace(">", "&gt;")
@@ -307,7 +321,7 @@ def chain(values: tuple[str, ...] | list[str]) -> str:
 
 def yaml_str(value: object) -> str:
     """A YAML double-quoted scalar (JSON's string syntax is a subset of it)."""
-    return json.dumps(str(value), ensure_ascii=True)
+    return json.dumps(visible(str(value)), ensure_ascii=True)
 
 
 def slug(value: str, fallback: str = "item") -> str:
@@ -350,6 +364,8 @@ def attr(value: str) -> str:
     return "{: " + anchor(value)[1:-1] + " }"
 
 
+__all__ = ["FILTERS", "Link", "code_lines", "safe_url", "visible"]
+
 FILTERS = {
     "anchor": anchor,
     "attr": attr,
@@ -370,6 +386,8 @@ FILTERS = {
     "tcodes": tcodes,
     "names": names,
     "sentence_md": sentence_md,
+    "clause_md": clause_md,
+    "cell_md": cell_md,
     "chain": chain,
     "yaml_str": yaml_str,
 }

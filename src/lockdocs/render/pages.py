@@ -37,7 +37,8 @@ def render_outputs(
     """Every generated text file: {posix path relative to the root: content}, sorted by path.
     `coverage` (when locks.yaml has code:) gives the page its line about the scanned SQL.
 
-    Raises RenderError for a page.output outside docs/ or a broken project template.
+    Raises RenderError for a page.output outside docs/, a broken project template, or claims of
+    the page that disagree (LD606).
     """
     bad = output_diagnostics(model)
     if bad:
@@ -45,6 +46,8 @@ def render_outputs(
     page_path, stem = page_location(model)
     diagnostics = sort_diagnostics(list(diagnostics))
     view = build_page(model, diagnostics, stem)
+    if view.contradictions:
+        raise RenderError(sort_diagnostics(list(view.contradictions)))
     try:
         markdown = render_page(Path(model.root), view, coverage_view(model, coverage))
     except TemplateProblem as exc:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from lockdocs import model as m
+from lockdocs.grammar import article
 from lockdocs.keys import key_sql
 
 KIND_ORDER = ("advisory", "row", "table", "memory")
@@ -61,6 +62,62 @@ def order_words(order: str | None) -> str | None:
     if re.search(r"[,;]|\b(first|then|before|after|last)\b", flat, re.IGNORECASE):
         return flat
     return flat + " order"
+
+
+def order_phrase(order: str | None) -> str | None:
+    """An order as a sentence names it after a comma: 'in ascending pool_id order', 'in
+    provision order'; a sequence stays as it is ('the parked site first, then the activated
+    site'), never 'in the parked site first'."""
+    words = order_words(order)
+    if not words:
+        return words
+    if re.search(r"[,;]|\b(first|then|before|after|last)\b", words, re.IGNORECASE):
+        return words
+    return "in " + words
+
+
+# What a take finds when it runs, as the page and the diagrams say it: `always` already held
+# (a re-take), `later` held from the loop's second pass on (its first pass takes it), `maybe`
+# held only when an earlier step took it, `never` not held.
+HELD_WORDS = {
+    "always": "already held",
+    "later": "held after pass 1",
+    "maybe": "already held if an earlier step took it",
+}
+HELD_SHORT = {"always": "already held", "later": "held after pass 1", "maybe": "maybe held"}
+
+
+BACKEND_NAMES = {"postgres": "Postgres", "postgresql": "PostgreSQL", "sqlite": "SQLite"}
+
+
+def backend_name(name: str | None) -> str | None:
+    """A database backend as people write it: 'Postgres', 'SQLite'."""
+    if name is None:
+        return None
+    return BACKEND_NAMES.get(name.lower(), name)
+
+
+def tx_is_noun(title: str) -> bool:
+    """Whether a transaction kind's title reads as a noun ('plain transaction', 'single
+    statement') or is a name of the code ('entitlements.Materializing'), which the page says as
+    'a transaction of the entitlements.Materializing kind'."""
+    return " " in title.strip()
+
+
+def tx_words(title: str, determiner: str = "a") -> tuple[str, str]:
+    """The words before and after a kind's title (its link) for 'opens <a second> <title>':
+    ('a second', '') for a noun, ('a second transaction of the', 'kind') for a name."""
+    det = article(title) if determiner == "a" and tx_is_noun(title) else determiner
+    if tx_is_noun(title):
+        return det, ""
+    return f"{determiner} transaction of the", "kind"
+
+
+def waits(lock_timeout: str | None) -> str:
+    """How long a lock wait lasts in a kind, as the path's gist says it."""
+    if lock_timeout is None or lock_timeout == "none":
+        return "waits without a limit"
+    return f"waits up to {lock_timeout}"
 
 
 def sentence(s: str) -> str:
@@ -199,34 +256,62 @@ def explain(cat: str, locks: list[m.Lock], has_hashtext: bool) -> str:
 
 
 def scope_facts(model: m.Model) -> tuple[str, ...]:
-    """The page's defaults, said once so no lock or step has to repeat them."""
+    """The page's defaults, said once so no lock or step has to repeat them. A claim about the
+    code ("no code takes ...") only when locks.yaml names the code (`code:`), which the check
+    then reads."""
     facts: list[str] = []
     locks = list(model.locks.values())
-    session = [lk.title for lk in locks if lk.scope == "session" and lk.kind != "memory"]
-    advisory = [lk for lk in locks if lk.kind == "advisory"]
-    what = "database lock" if any(lk.kind == "memory" for lk in locks) else "lock"
-    released = (
-        f"Every {what} on this page is released when its transaction commits or rolls back, so "
-        "an error never leaves one behind"
+    database = [lk for lk in locks if lk.kind != "memory"]
+    session = [lk.title for lk in database if lk.scope == "session"]
+    in_memory = sorted(
+        {b.name for lk in database for b in lk.backends if b.kind == "memory"},
     )
-    if session:
-        names = ", ".join(session)
-        released += (
-            f"; the exception is {names}, session-scoped and held until it is unlocked"
-            if len(session) == 1
-            else f"; the exceptions are {names}, session-scoped and held until unlocked"
+    other = sorted(
+        {
+            b.name
+            for lk in database
+            if any(x.kind == "memory" for x in lk.backends)
+            for b in lk.backends
+            if b.kind != "memory"
+        }
+    )
+    advisory = [lk for lk in locks if lk.kind == "advisory"]
+    xact = bool(advisory) and not any(lk.scope == "session" for lk in advisory)
+    if database:
+        released = (
+            "Every database lock here"
+            if any(lk.kind == "memory" for lk in locks)
+            else "Every lock here"
         )
-    facts.append(released + ".")
-    if advisory and not any(lk.scope == "session" for lk in advisory):
-        facts.append("Advisory locks are taken with pg_advisory_xact_lock.")
-    missing = []
-    if locks and not any(lk.kind == "table" for lk in locks):
-        missing.append("a table lock (LOCK TABLE)")
-    row_modes = {mode for lk in locks if lk.kind == "row" for mode in lk.mode_names}
-    if any(lk.kind == "row" for lk in locks) and "for share" not in row_modes:
-        missing.append("FOR SHARE")
-    if missing:
-        facts.append("No code takes " + " or ".join(missing) + ".")
+        if in_memory:
+            on = " and ".join(backend_name(b) or b for b in other) or "the database"
+            mem = " and ".join(backend_name(b) or b for b in in_memory)
+            released = f"On {on}, every lock here"
+        text = f"{released} is released when its transaction commits or rolls back"
+        if session:
+            names = ", ".join(session)
+            text += (
+                f"; the exception is {names}, session-scoped and held until it is unlocked"
+                if len(session) == 1
+                else f"; the exceptions are {names}, session-scoped and held until unlocked"
+            )
+        if in_memory:
+            text += (
+                f". On {mem}, where the locks live in memory, the code releases each one itself, "
+                "after the commit (each path shows where)"
+            )
+        if xact and not in_memory and not session:
+            text += "; advisory locks are taken with pg_advisory_xact_lock"
+        facts.append(text + ".")
+    if model.code:
+        missing = []
+        if locks and not any(lk.kind == "table" for lk in locks):
+            missing.append("LOCK TABLE")
+        row_modes = {mode for lk in locks if lk.kind == "row" for mode in lk.mode_names}
+        if any(lk.kind == "row" for lk in locks) and "for share" not in row_modes:
+            missing.append("FOR SHARE")
+        if missing:
+            facts.append("No code takes " + " or ".join(missing) + ".")
     memory = [lk.title for lk in locks if lk.kind == "memory" and lk.scope == "process"]
     if memory:
         facts.append(
@@ -243,7 +328,7 @@ def scope_facts(model: m.Model) -> tuple[str, ...]:
         )
     for backend, n in model.replicas:
         if n > 1:
-            on = f" on {backend}" if backend else ""
+            on = f" on {backend_name(backend)}" if backend else ""
             facts.append(
                 f"{n} server processes run at once{on}, so an in-process lock keeps out the "
                 "tasks of its own process only."

@@ -46,6 +46,66 @@ register(
 )
 
 
+_CONTRADICTION = """\
+lockdocs: 1
+page: {title: Locks}
+locks:
+  ledger:
+    title: Ledger row
+    kind: row
+    table: app.ledgers
+    modes: {for update: every writer}
+    serializes: Postings to one ledger; a posting and a refund never deadlock.
+  account:
+    title: Account row
+    kind: row
+    table: app.accounts
+    modes: {for update: every writer}
+"""
+_TWO_ORDERS = """\
+group: Money
+paths:
+  post:
+    title: Post
+    steps:
+      - take: ledger
+      - take: account
+  refund:
+    title: Refund
+    steps:
+      - take: account
+      - take: ledger
+"""
+
+register(
+    RuleInfo(
+        "LD606",
+        "page-contradiction",
+        Severity.ERROR,
+        "The page would say two things that disagree.",
+        "Compares the claims the page would make before it is written, and stops the build and "
+        "the check (exit code 2, nothing written) when two disagree: prose that says locks "
+        "never deadlock beside a finding or an exception that says they can; one take's order "
+        "named two ways (a loop and the take inside it); planned work whose `adds:` the paths "
+        "already do; a statement said to change a key (`changes_key`, a DELETE) declared in a "
+        "mode other than FOR UPDATE; a re-take (`again: true`) that no step before it makes "
+        "possible; a path declared `standalone: false` (it runs in its caller's transaction) "
+        "that opens a transaction of its own; two exceptions with one title. The same pass "
+        "compares what the page derives in two places (a path's transaction kinds and the "
+        "kinds its steps run in, the order of a lock's instances in its table and in the lock "
+        "order, a deviation and the exception or reason named for it).",
+        "A reader trusts the page sentence by sentence: one that contradicts another on the "
+        "same page sends a developer the wrong way, and they cannot tell which of the two is "
+        "true.",
+        {"locks.yaml": _CONTRADICTION, "paths/money.yaml": _TWO_ORDERS},
+        {
+            "locks.yaml": _CONTRADICTION.replace("; a posting and a refund never deadlock.", "."),
+            "paths/money.yaml": _TWO_ORDERS,
+        },
+    )
+)
+
+
 def _drift_rule(code: str, name: str, summary: str, what: str, example: dict[str, str]) -> None:
     register(
         RuleInfo(

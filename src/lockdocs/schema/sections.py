@@ -94,6 +94,25 @@ RULE = obj(
             ["lock", "writes"],
         ),
         "issues": issue_numbers(),
+        "example": {
+            "type": "array",
+            "description": (
+                "Code that shows the rule, each shown as a code block under it (the pattern to "
+                "follow, or a do and a don't)."
+            ),
+            "items": obj(
+                "One piece of code.",
+                {
+                    "title": string("A caption, e.g. 'Do this' or 'Lock a unique name'."),
+                    "language": string(
+                        "The language, for highlighting, e.g. python.",
+                        pattern=r"^[A-Za-z0-9_+-]{1,30}$",
+                    ),
+                    "code": string("The code, as it is.", minLength=1),
+                },
+                ["code"],
+            ),
+        },
     },
     ["title"],
 )
@@ -155,6 +174,24 @@ PLANNED = obj(
         "issue": {"type": "integer", "minimum": 1, "description": "The issue number."},
         "title": string("What the work does."),
         "affects": strings("Lock ids or path ids the work changes."),
+        "adds": {
+            "type": "array",
+            "description": (
+                "The takes the work adds, so the build can tell when it has landed: once the "
+                "paths already take them, the page would call done work planned, and the build "
+                "stops until the item leaves planned:."
+            ),
+            "items": obj(
+                "A lock a path will take.",
+                {
+                    "path": string("The path id."),
+                    "lock": string("The lock id it will take."),
+                    "mode": string("The mode it will take it in.", enum=ALL_MODES),
+                    "holding": string("A lock id it will hold when it takes it."),
+                },
+                ["path", "lock"],
+            ),
+        },
     },
     ["issue", "title"],
 )

@@ -8,7 +8,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from lockdocs.schema.vocabulary import ALL_MODES, VIA, issue_numbers, obj, string, strings
+from lockdocs.schema.vocabulary import (
+    ALL_MODES,
+    ENTRY,
+    RELEASE_VIA,
+    VIA,
+    WRITE_VIA,
+    issue_numbers,
+    obj,
+    string,
+    strings,
+)
 
 
 def step_schema() -> dict[str, Any]:
@@ -223,7 +233,7 @@ def step_schema() -> dict[str, Any]:
                     "inserted into or updated the table; false says it is another row."
                 ),
             },
-            "via": VIA,
+            "via": WRITE_VIA,
             "note": string("A note."),
         },
         ["write"],
@@ -259,7 +269,7 @@ def step_schema() -> dict[str, Any]:
     )
     release = obj(
         "Release a session-scoped or in-memory lock.",
-        {"release": string("A lock id."), "via": VIA, "note": string("A note.")},
+        {"release": string("A lock id."), "via": RELEASE_VIA, "note": string("A note.")},
         ["release"],
     )
     others = [
@@ -293,7 +303,7 @@ PATH = obj(
     "One code path: the locks it takes, in order.",
     {
         "title": string("The path's name on the page."),
-        "entry": VIA,
+        "entry": ENTRY,
         "transaction": string("The transaction kind it runs in; the file's default when omitted."),
         "standalone": {
             "type": "boolean",

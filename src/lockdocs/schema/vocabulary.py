@@ -53,13 +53,30 @@ def issue_numbers(desc: str = "Issue numbers that track this item.") -> dict[str
     return {"type": "array", "description": desc, "items": {"type": "integer", "minimum": 1}}
 
 
-VIA = {
-    "description": (
-        "The function, query or SQL function through which the lock is taken; a list is a chain "
-        "of calls, outermost first (settlePool -> LockPools -> LockResourcePool)."
-    ),
-    "oneOf": [
-        {"type": "string", "minLength": 1},
-        {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1},
-    ],
-}
+def names(desc: str) -> dict[str, Any]:
+    """A name of the code, or a list of them (a chain of calls, outermost first)."""
+    return {
+        "description": desc,
+        "oneOf": [
+            {"type": "string", "minLength": 1},
+            {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1},
+        ],
+    }
+
+
+VIA = names(
+    "The function, query or SQL function through which the lock is taken; a list is a chain "
+    "of calls, outermost first (settlePool -> LockPools -> LockResourcePool)."
+)
+ENTRY = names(
+    "Where the path starts in the code: the function, handler or job that runs it; a list "
+    "names several (swapActiveSite, withWorkspaceTx)."
+)
+WRITE_VIA = names(
+    "The function, query or SQL function that makes the write; a list is a chain of calls, "
+    "outermost first."
+)
+RELEASE_VIA = names(
+    "The call that releases the lock (pg_advisory_unlock, a lockset's remove); a list is a "
+    "chain of calls, outermost first."
+)

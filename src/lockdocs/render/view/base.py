@@ -110,6 +110,25 @@ class Context:
         self._events: dict[str, list[Event]] = {}
         self._pairs_of: dict[str, list[PairEdge]] | None = None
         self._derived: dict[str, list[str]] | None = None
+        self._several: dict[str, tuple[str, ...]] | None = None
+        self._sites: dict[str, tuple[tuple[str, bool], ...]] | None = None
+
+    def run_sites(self) -> dict[str, tuple[tuple[str, bool], ...]]:
+        """For each path run by others: (caller, whether a transaction is open where the caller
+        runs it), in the callers' declaration order."""
+        if self._sites is None:
+            sites: dict[str, list[tuple[str, bool]]] = {}
+            for pid, p in self.model.paths.items():
+                _sites(self.model, pid, p.steps, True, sites)
+            self._sites = {k: tuple(dict.fromkeys(v)) for k, v in sites.items()}
+        return self._sites
+
+    def several_paths(self) -> dict[str, tuple[str, ...]]:
+        """The paths that hold two or more instances of a lock at once, by lock (the graph's
+        self-edges)."""
+        if self._several is None:
+            self._several = {e.src: e.paths for e in self.edges.pairs if e.src == e.dst}
+        return self._several
 
     def derived_in(self, lock_id: str) -> list[str]:
         """The paths (in declaration order) with a take of the lock that lockdocs derived
@@ -145,6 +164,60 @@ class Context:
     def exception_link(self, w: m.Waiver) -> Link:
         """'exception N', linked to its entry under "Where the paths differ"."""
         return Link(f"exception {w.index + 1}", f"#exception-{w.index + 1}")
+
+    def deviating(self, d: Diagnostic) -> set[str]:
+        """The paths a finding is about: the path of its step and every path that runs that
+        one (not the other side of a deadlock, which the finding names too)."""
+        if not d.paths:
+            return set()
+        out = {d.paths[0]}
+        todo = [d.paths[0]]
+        while todo:
+            for caller in self.callers.get(todo.pop(), ()):
+                if caller not in out:
+                    out.add(caller)
+                    todo.append(caller)
+        return out & set(d.paths)
+
+    def exceptions_for(self, lock_id: str | None, path_id: str) -> tuple[m.Waiver, ...]:
+        """The exceptions that waive a finding about this lock (any, for None) in this path (a
+        waiver may name no path and still cover the path's finding), or that name both."""
+        found: dict[int, m.Waiver] = {}
+        for d in self.diags:
+            if not d.waived_by or (lock_id is not None and lock_id not in d.locks):
+                continue
+            if path_id in self.deviating(d):
+                w = self.waiver_of(d.waived_by)
+                if w is not None:
+                    found[w.index] = w
+        for w in self.model.waivers:
+            if w.path == path_id and (lock_id is None or w.lock == lock_id):
+                found[w.index] = w
+        return tuple(found[i] for i in sorted(found))
+
+    def locks_of(self, w: m.Waiver) -> tuple[str, ...]:
+        """The locks an exception covers: the one it names, or those of its findings (in
+        declaration order)."""
+        if w.lock:
+            return (w.lock,)
+        label = waiver_label(self.model, w)
+        found = {lk for d in self.diags if d.waived_by == label for lk in d.locks}
+        return tuple(lk for lk in self.model.locks if lk in found)
+
+    def paths_of(self, w: m.Waiver) -> tuple[str, ...]:
+        """The paths an exception covers: the one it names, or those of the findings it
+        waives (standalone ones, in page order)."""
+        if w.path:
+            return (w.path,)
+        label = waiver_label(self.model, w)
+        found = {
+            p
+            for d in self.diags
+            if d.waived_by == label
+            for p in self.deviating(d)
+            if self.model.paths[p].standalone
+        }
+        return tuple(sorted(found, key=lambda p: (self.path_rank.get(p, 1 << 30), p)))
 
     def waiver_of(self, label: str) -> m.Waiver | None:
         """The exception a finding's `waived_by` label names."""
@@ -189,3 +262,35 @@ class Context:
                 if isinstance(step, m.Run):
                     out.setdefault(step.path, set()).add(pid)
         return out
+
+
+def opens_own(model: m.Model, path_id: str) -> bool:
+    """Whether a path's steps open transactions (so no caller can lend it one)."""
+    p = model.paths.get(path_id)
+    return p is not None and any(isinstance(s, m.Begin) for s in walk(p.steps))
+
+
+def _sites(
+    model: m.Model,
+    caller: str,
+    steps: tuple[m.Step, ...],
+    open_tx: bool,
+    out: dict[str, list[tuple[str, bool]]],
+) -> bool:
+    """Record where `caller` runs other paths and whether a transaction is open there;
+    returns whether one is open after the steps (structurally; branches: any)."""
+    for s in steps:
+        if isinstance(s, m.Begin):
+            open_tx = True
+        elif isinstance(s, m.End):
+            open_tx = s.how == "leave_open"
+        elif isinstance(s, m.Loop):
+            open_tx = _sites(model, caller, s.steps, open_tx, out)
+        elif isinstance(s, m.Branches):
+            after = [_sites(model, caller, alt, open_tx, out) for _, alt in s.alternatives]
+            open_tx = any(after) if after else open_tx
+        elif isinstance(s, m.Run):
+            out.setdefault(s.path, []).append((caller, open_tx))
+            if opens_own(model, s.path):
+                open_tx = _sites(model, s.path, model.paths[s.path].steps, open_tx, {})
+    return open_tx

@@ -34,6 +34,9 @@ class BothWaysView:
     # no gate, but the lock that waits is only taken under its parent (instances: {within:}),
     # held on both sides in modes that conflict: (the child, the parent)
     parent: tuple[Link, Link] | None = None
+    forward_verb: str = "take"
+    backward_verb: str = "take"
+    why: str = ""  # what keeps the two orders apart (or that nothing does), as sentences
 
 
 def mode_words(ctx: Context, lock: str, modes: set[str]) -> str:
@@ -115,7 +118,42 @@ def both_ways(ctx: Context, es: EdgeSet, pair: tuple[str, str]) -> BothWaysView:
                 f"{mode_words(ctx, a, {x.held for x in fwd})} and "
                 f"{mode_words(ctx, a, {y.wanted for y in back})}"
             )
+    first, then = ctx.model.locks[a].title, ctx.model.locks[b].title
+    if cycle == "reported":
+        why = "Two such transactions can deadlock, and no exception covers it."
+    elif cycle == "waived":
+        why = "Two such transactions can deadlock; an exception below accepts it."
+    elif gate:
+        gl = ctx.model.locks[gate]
+        back_paths = list(dict.fromkeys(r.path for r in back))
+        names = [ctx.model.paths[p].title for p in back_paths]
+        who = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        verb = "holds" if len(names) == 1 else "hold"
+        why = (
+            f"They never deadlock: {who} {verb} {gl.title} "
+            f"{mode_words(ctx, gate, gates[gate][1])} meanwhile, and every path that takes them "
+            f"the first way holds it too ({mode_words(ctx, gate, gates[gate][0])}), so the two "
+            "orders never run at once."
+        )
+    elif skips:
+        why = (
+            "They never deadlock: one side takes its lock with SKIP LOCKED, NOWAIT or a try, "
+            "so it never waits."
+        )
+    elif parent is not None:
+        why = (
+            f"They never deadlock: each takes {parent[0].text} only while holding the "
+            f"{parent[1].text} it belongs to, in modes that conflict, so both would have to "
+            f"hold that {parent[1].text} at once."
+        )
+    elif apart:
+        why = f"They never deadlock: their modes ({apart}) never wait on each other."
+    else:
+        why = f"Nothing found keeps {first} and {then} from waiting on each other here."
     return BothWaysView(
+        forward_verb="takes" if len({r.path for r in fwd}) == 1 else "take",
+        backward_verb="takes" if len({r.path for r in back}) == 1 else "take",
+        why=why,
         first=ctx.lock_link(a),
         then=ctx.lock_link(b),
         forward=ctx.by_page_order(r.path for r in fwd),

@@ -63,7 +63,9 @@ def _verdicts(ctx: Context, cat: str, locks: list[m.Lock], has_hashtext: bool) -
         names = sorted({lk.key.algorithm or "?" for lk in locks if lk.key and lk.key.value is None})
         out.append(
             VerdictView(
-                "Not computed: lockdocs does not know the hash " + ", ".join(names),
+                "Its value is not computed here: the hash "
+                + ", ".join(names)
+                + " is the application's own",
                 True,
                 None,
                 None,
@@ -72,7 +74,9 @@ def _verdicts(ctx: Context, cat: str, locks: list[m.Lock], has_hashtext: bool) -
     elif cat.endswith("-fixed") or cat == "constant":
         values = "its value equals" if n == 1 else "their values equal"
         who = "the application" if cat.startswith("application-") else "Postgres"
-        ok = f"Computed exactly as {who} does: {values} no other key here"
+        computed = "Its value" if n == 1 else "Their values"
+        agree = "equals" if n == 1 else "equal"
+        ok = f"{computed}, computed as {who} computes {_plural(n, 'it', 'them')}, {agree} no other key here"
         if (
             cat == "constant"
             and has_hashtext

@@ -13,10 +13,12 @@ from lockdocs import model as m
 from lockdocs.render.escape import Link
 from lockdocs.render.view.base import Context, IssueRef, lock_anchor, walk
 from lockdocs.render.view.keys import KeyGroupView
+from lockdocs.render.view.order import OrderedLockView, ordered_lock
 from lockdocs.render.words import (
     KIND_NOUN,
     KIND_ORDER,
     KIND_TITLES,
+    backend_name,
     extent,
     group_heading,
     key_expression,
@@ -111,6 +113,11 @@ class LockView:
     backends: tuple[BackendView, ...]
     takers: tuple[TakerView, ...]
     taker_names: tuple[str, ...]
+    # with no taken_by: how each backend takes it, (backend, how), for the table's Taken by
+    backend_takers: tuple[tuple[str, str], ...]
+    # when a backend keeps the lock in memory: its mode there, (backend, words), for the table
+    backend_modes: tuple[tuple[str, str], ...]
+    several: OrderedLockView
     serializes: str | None
     notes: str | None
     issues: tuple[IssueRef, ...]
@@ -233,7 +240,7 @@ def lock_view(
         ),
         backends=tuple(
             BackendView(
-                b.name,
+                backend_name(b.name) or b.name,
                 b.kind,
                 KIND_NOUN.get(b.kind, b.kind),
                 b.table,
@@ -255,6 +262,19 @@ def lock_view(
             for t in lock.takers
         ),
         taker_names=tuple(dict.fromkeys(t.name for t in lock.takers)),
+        backend_takers=()
+        if lock.takers
+        else tuple(
+            (backend_name(b.name) or b.name, b.how)
+            for b in sorted(lock.backends, key=lambda b: b.name)
+            if b.how
+        ),
+        several=ordered_lock(ctx, lock.id),
+        backend_modes=tuple(
+            (backend_name(b.name) or b.name, _memory_mode(lock, b))
+            for b in sorted(lock.backends, key=lambda b: b.name)
+            if b.kind == "memory" and lock.kind != "memory"
+        ),
         serializes=lock.serializes,
         notes=lock.notes,
         issues=ctx.issues(
@@ -278,6 +298,15 @@ def lock_view(
         level=ctx.levels.get(lock.id),
         order_rule=ctx.rule_link(ctx.order_rule.id) if ctx.order_rule else None,
     )
+
+
+def _memory_mode(lock: m.Lock, backend: m.Backend) -> str:
+    """The lock's mode on a backend that keeps it in memory: 'in memory' when it is the mode
+    the lock has elsewhere, else the mode and 'in memory'."""
+    mode = backend.mode or "exclusive"
+    if lock.kind == "advisory" and tuple(lock.mode_names) == (mode,):
+        return "in memory"
+    return f"{mode}, in memory"
 
 
 def lock_tables(ctx: Context, key_by_lock: dict[str, KeyGroupView]) -> tuple[LockTableView, ...]:

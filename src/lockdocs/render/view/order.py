@@ -11,11 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from lockdocs import model as m
 from lockdocs.render.edges import EdgeSet, PairEdge, cycle_pairs
 from lockdocs.render.escape import Link
 from lockdocs.render.view.base import Context
 from lockdocs.render.view.bothways import BothWaysView, both_ways
-from lockdocs.render.words import mode_label, order_words
+from lockdocs.render.words import mode_label, order_phrase
 
 
 @dataclass(frozen=True)
@@ -33,10 +34,15 @@ class EdgeView:
 
 @dataclass(frozen=True)
 class DeviationView:
-    """Paths that take several instances of a lock in an order other than the declared one."""
+    """Paths that hold several instances of a lock in an order other than the declared one:
+    how they take them, and the exception that allows it or what keeps it safe."""
 
     paths: tuple[Link, ...]
+    verb: str  # "takes" | "take"
+    how: str  # "them in provision order", "them the parked site first, then ..."
     exceptions: tuple[Link, ...]
+    why: str  # when no exception: what keeps it from deadlocking, in words ("" if nothing)
+    reported: bool = False  # a finding no exception waives is about it
 
 
 @dataclass(frozen=True)
@@ -44,9 +50,11 @@ class OrderedLockView:
     """A lock in its level, with how several of it are taken."""
 
     lock: Link
-    several: str | None  # the declared instance order, when several are taken in one transaction
-    several_paths: tuple[Link, ...]
-    deviations: DeviationView | None
+    words: str | None  # "several at once, in ascending pool_id order"; None when never several
+    deviations: tuple[DeviationView, ...]
+    declared: bool = False  # the lock declares an instance order
+    # the same paths, grouped by the exceptions that cover them (the lock order's short form)
+    brief: tuple[tuple[tuple[Link, ...], tuple[Link, ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -70,6 +78,7 @@ class ComponentView:
 class OrderView:
     """Everything the section prints besides the diagram."""
 
+    lead: str  # what the numbered lines of the first part say, and that they are derived
     edges: tuple[EdgeView, ...]
     components: tuple[ComponentView, ...]
     both_ways: tuple[BothWaysView, ...]
@@ -253,6 +262,11 @@ def order_view(ctx: Context, es: EdgeSet) -> OrderView:
         )
     alone = tuple(ctx.lock_link(lk) for lk in model.locks if lk not in touched)
     return OrderView(
+        lead=(
+            "These lines are derived from the paths above: a summary of what they do today, "
+            "not a design. A path takes a lock of one line only while it holds locks of "
+            "earlier lines, and locks on one line are never held together."
+        ),
         edges=tuple(edges),
         components=tuple(components),
         both_ways=tuple(both_ways(ctx, es, p) for p in two_way),
@@ -263,27 +277,117 @@ def order_view(ctx: Context, es: EdgeSet) -> OrderView:
     )
 
 
+def ordered_lock(ctx: Context, lock_id: str) -> OrderedLockView:
+    """How several instances of the lock are taken, for the lock tables."""
+    return _ordered(ctx, {(e.src, e.dst): e for e in ctx.edges.pairs}, lock_id)
+
+
 def _ordered(
     ctx: Context, by_pair: dict[tuple[str, str], PairEdge], lock_id: str
 ) -> OrderedLockView:
     lock = ctx.model.locks[lock_id]
     self_edge = by_pair.get((lock_id, lock_id))
-    deviation = None
-    several_paths: tuple[Link, ...] = ()
-    if self_edge is not None:
-        several_paths = tuple(ctx.path_link(p) for p in self_edge.paths)
-        if self_edge.unordered:
-            deviation = DeviationView(
-                paths=tuple(ctx.path_link(p) for p in self_edge.unordered),
-                exceptions=tuple(
-                    Link(f"exception {w.index + 1}", f"#exception-{w.index + 1}")
-                    for w in ctx.model.waivers
-                    if w.lock == lock_id and w.path in self_edge.unordered
-                ),
-            )
-    return OrderedLockView(
-        lock=ctx.lock_link(lock_id),
-        several=order_words(lock.instance_order) if self_edge is not None else None,
-        several_paths=several_paths,
-        deviations=deviation,
+    if self_edge is None:
+        return OrderedLockView(ctx.lock_link(lock_id), None, ())
+    declared = order_phrase(lock.instance_order)
+    words = "several at once" + (f", {declared}" if declared else "")
+    off = self_edge.unordered if lock.instance_order else self_edge.paths
+    groups: dict[tuple[str, tuple[str, ...], str], list[str]] = {}
+    for pid in off:
+        how = taken_how(ctx, pid, lock_id)
+        exceptions = tuple(f"exception {w.index + 1}" for w in ctx.exceptions_for(lock_id, pid))
+        why = "" if exceptions else instance_gate(ctx, lock_id, pid)
+        if not exceptions and not why and _reported(ctx, lock_id, pid):
+            why = "a deadlock risk no exception covers"
+        groups.setdefault((how, exceptions, why), []).append(pid)
+    deviations = tuple(
+        DeviationView(
+            paths=tuple(ctx.path_link(p) for p in pids),
+            verb="takes" if len(pids) == 1 else "take",
+            how=how,
+            exceptions=tuple(Link(x, "#" + x.replace(" ", "-")) for x in exceptions),
+            why=why,
+        )
+        for (how, exceptions, why), pids in groups.items()
     )
+    brief: dict[tuple[Link, ...], list[Link]] = {}
+    for dev in deviations:
+        brief.setdefault(dev.exceptions, []).extend(dev.paths)
+    return OrderedLockView(
+        ctx.lock_link(lock_id),
+        words,
+        deviations,
+        bool(declared),
+        tuple((tuple(paths), exceptions) for exceptions, paths in brief.items()),
+    )
+
+
+def _reported(ctx: Context, lock_id: str, path_id: str) -> bool:
+    return any(
+        not d.waived_by and lock_id in d.locks and path_id in ctx.deviating(d) for d in ctx.diags
+    )
+
+
+def taken_how(ctx: Context, path_id: str, lock_id: str) -> str:
+    """How a path orders the instances of a lock it holds several of, in words: the order of
+    the loop (or the take) that takes them, and whether an enclosing loop starts it again."""
+    found: list[tuple[str | None, str | None]] = []  # (order, the enclosing loop's label)
+    model = ctx.model
+
+    def visit(
+        steps: tuple[m.Step, ...],
+        order: str | None,
+        here: str | None,
+        outer: str | None,
+        seen: set[str],
+    ) -> None:
+        """`order` and `here`: the order and label of the loop the steps stand in; `outer`:
+        the label of the loop around that one (which starts its order again)."""
+        for s in steps:
+            if isinstance(s, m.Take) and s.lock == lock_id and not s.again:
+                found.append((s.order, None) if s.order else (order, outer))
+            elif isinstance(s, m.Branches) and s.statement:
+                if any(t.lock == lock_id for t in s.statement):
+                    found.append(("none", None))
+            elif isinstance(s, m.Loop):
+                visit(s.steps, s.order, s.label, here, seen)
+            elif isinstance(s, m.Branches):
+                for _, alt in s.alternatives:
+                    visit(alt, order, here, outer, seen)
+            elif isinstance(s, m.Run) and s.path in model.paths and s.path not in seen:
+                visit(model.paths[s.path].steps, order, here, outer, seen | {s.path})
+
+    visit(model.paths[path_id].steps, None, None, None, {path_id})
+    orders = [o for o, _ in found if o]
+    if not orders:
+        return "them in no set order"
+    order = orders[0]
+    if order == "none":
+        return "them in no particular order"
+    phrase = order_phrase(order) or order
+    restart = next((label for o, label in found if o == order and label), None)
+    if restart:
+        return f"them {phrase}, starting again for {restart}"
+    return f"them {phrase}"
+
+
+def instance_gate(ctx: Context, lock_id: str, path_id: str) -> str:
+    """Why a path that holds several instances out of order cannot deadlock on them with any
+    other path that does, in words ("" when nothing keeps them apart)."""
+    mine = [r for r in ctx.edges.raw_of(lock_id, lock_id) if r.path == path_id and not r.ordered]
+    others = ctx.edges.raw_of(lock_id, lock_id)
+    if mine and all(r.witness is not None and r.witness.never_waits for r in mine):
+        return "never waiting for one: it skips what another transaction holds"
+    gates: set[tuple[str, str]] = set()
+    for x in mine:
+        for y in others:
+            g = ctx.edges.gate(x, y)
+            if g is None:
+                return ""
+            gates.add((g[0], g[1]))
+    if len(gates) != 1:
+        return ""
+    gate, mode = next(iter(gates))
+    title = ctx.model.locks[gate].title
+    held = mode_label(ctx.model.locks[gate].kind, mode)
+    return f"safely: it holds {title} {held}, which keeps every other such taker out"

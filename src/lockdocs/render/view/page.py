@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic
 from lockdocs.render.edges import PairEdge
+from lockdocs.render.view.about import AboutView, about_view
 from lockdocs.render.view.base import Context
+from lockdocs.render.view.claims import PageView as Claimed
+from lockdocs.render.view.claims import contradictions
 from lockdocs.render.view.keys import KeyGroupView, key_groups
 from lockdocs.render.view.locks import LockTableView, lock_tables
 from lockdocs.render.view.order import OrderView, order_view
@@ -53,6 +56,9 @@ class PageView:
     exceptions: tuple[ExceptionView, ...]
     differences: tuple[DifferenceView, ...]
     planned: tuple[PlannedView, ...]
+    about: AboutView
+    # Claims of the page that disagree (render/view/claims.py): the page is not written.
+    contradictions: tuple[Diagnostic, ...] = ()
 
 
 def build_page(model: m.Model, diagnostics: list[Diagnostic], stem: str) -> PageView:
@@ -65,7 +71,7 @@ def build_page(model: m.Model, diagnostics: list[Diagnostic], stem: str) -> Page
     group_views = groups(ctx, txs)
     summaries = {code: info.summary for code, info in load_all().items()}
     stem_name = PurePosixPath(stem).name
-    return PageView(
+    view = PageView(
         title=model.page.title,
         audience=model.page.audience,
         summary=model.page.summary,
@@ -87,4 +93,10 @@ def build_page(model: m.Model, diagnostics: list[Diagnostic], stem: str) -> Page
         exceptions=tuple(exception_view(ctx, w, summaries) for w in model.waivers),
         differences=difference_views(ctx),
         planned=planned_views(ctx),
+        about=about_view(
+            ctx,
+            any(s.held_words for g in group_views for p in g.paths for s in p.steps),
+        ),
     )
+    claimed = Claimed(view.groups, view.lock_tables, view.order)
+    return replace(view, contradictions=tuple(contradictions(ctx, claimed)))

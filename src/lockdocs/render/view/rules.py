@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic
-from lockdocs.render.escape import Link
+from lockdocs.render.escape import Link, code_lines
 from lockdocs.render.view.base import Context
 from lockdocs.render.words import (
     KIND_NOUN,
@@ -19,6 +19,28 @@ from lockdocs.render.words import (
     sentence,
 )
 from lockdocs.rules.waivers import waiver_label
+
+
+@dataclass(frozen=True)
+class ExampleView:
+    """A rule's piece of code as a fenced block: the fence is longer than any run of backticks
+    in the code, and every line is literal (control, bidi and zero-width characters shown as
+    escapes)."""
+
+    title: str | None
+    fence: str
+    lang: str
+    lines: tuple[str, ...]
+
+
+def example_view(ex: m.Example) -> ExampleView:
+    longest = max((len(run) for run in re.findall(r"`+", ex.code)), default=0)
+    return ExampleView(
+        ex.title,
+        "`" * max(3, longest + 1),
+        ex.language or "",
+        code_lines(ex.code),
+    )
 
 
 @dataclass(frozen=True)
@@ -44,6 +66,8 @@ class RuleView:
     writes: tuple[str, ...] = ()
     issues: tuple[Link, ...] = ()
     exceptions: tuple[Link, ...] = ()
+    examples: tuple[ExampleView, ...] = ()
+    indent: str = "    "  # the indent of a block inside the rule's list item
 
 
 @dataclass(frozen=True)
@@ -53,10 +77,13 @@ class ExceptionView:
     number: int
     anchor: str
     title: str
-    rule: Link
+    rule: Link | None  # a rule of the page; None for a check of lockdocs' own (`code`)
+    code: str | None  # the check code it waives, for the note at the end of the page
     rule_summary: str | None
     path: Link | None
+    paths: tuple[Link, ...]  # the paths it covers (its own, or its findings')
     lock: Link | None
+    locks: tuple[Link, ...]  # the locks it covers (its own, or its findings')
     branch: str | None
     issue: Link | None
     issue_in_text: bool  # the why already names the issue (#N), linked there
@@ -169,6 +196,7 @@ def rule_view(ctx: Context, rule: m.Rule) -> RuleView:
         check=rule.check,
         issues=tuple(ctx.issue(n) for n in rule.issues),
         exceptions=exceptions,
+        examples=tuple(example_view(ex) for ex in rule.examples),
         **base,  # type: ignore[arg-type]
     )
 
@@ -179,20 +207,26 @@ def exception_view(ctx: Context, w: m.Waiver, summaries: dict[str, str]) -> Exce
     model = ctx.model
     label = waiver_label(model, w)
     waives = sum(1 for d in ctx.diags if d.waived_by == label)
+    rule: Link | None
     if w.rule in model.rules:
         rule = ctx.rule_link(w.rule)
         summary = None
+        code = None
     else:
-        rule = Link(w.rule)
+        rule = None
         summary = bare(summaries[w.rule]) if w.rule in summaries else None
+        code = w.rule
     return ExceptionView(
         number=w.index + 1,
         anchor=f"exception-{w.index + 1}",
         title=sentence(w.title or f"Exception {w.index + 1}"),
         rule=rule,
+        code=code,
         rule_summary=summary,
         path=ctx.path_link(w.path) if w.path else None,
+        paths=ctx.by_page_order(ctx.paths_of(w)),
         lock=ctx.lock_link(w.lock) if w.lock else None,
+        locks=tuple(ctx.lock_link(lk) for lk in ctx.locks_of(w)),
         branch=w.branch,
         issue=ctx.issue(w.issue) if w.issue else None,
         issue_in_text=bool(w.issue) and _names_issue(w.why, w.issue),

@@ -1,65 +1,27 @@
 """A path's steps as the lines of a nested list, annotated from the analysis: a take already
-held, an upgrade, the locks a commit releases, the ordinal of a transaction a step opens."""
+held, an upgrade, the locks a commit releases, which transaction a step opens.
+
+Every line starts with what the path does, in the third person ("Takes", "Writes", "Opens",
+"Commits"), or says how the steps that follow nest ("For each ...", "One of"); a transaction
+kind's title is a noun ("opens a plain transaction", "a transaction of the
+entitlements.Materializing kind"), never a tag before the word "transaction".
+"""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from lockdocs import model as m
 from lockdocs.analysis.events import Event
 from lockdocs.render.escape import Link
 from lockdocs.render.view.base import Context, walk
+from lockdocs.render.view.stepview import (
+    StepView,
+    ends_open,
+    held_mark,
+    memory_backend,
+    next_marker,
+)
 from lockdocs.render.view.transactions import TxView
-from lockdocs.render.words import mode_label, order_words, ordinal
-
-
-@dataclass(frozen=True)
-class StepView:
-    """One line of a path's nested list; `indent` and `marker` place it."""
-
-    kind: str
-    indent: str
-    marker: str
-    lock: Link | None = None
-    mode: str | None = None
-    via: tuple[str, ...] = ()
-    note: str | None = None
-    instance: str | None = None
-    order: str | None = None
-    implicit: str | None = None
-    changes_key: bool = False
-    backend: str | None = None
-    again: bool = False
-    claimed: bool = False  # the rows an earlier take of the path claimed, and no others
-    inserted: bool = False  # a row the transaction inserted: no other one sees it yet
-    connection: str | None = None  # another connection of the worker the take runs on
-    held_before: str = "never"  # never | always | sometimes: the lock was already held
-    upgrade_from: str | None = None
-    label: str | None = None
-    target: Link | None = None
-    target_title: str | None = None
-    first_lock: Link | None = None
-    first_mode: str | None = None
-    ordinal: str | None = None
-    held: tuple[Link, ...] = ()
-    held_known: bool = True
-    in_transaction: bool = True  # for a run: a transaction is open where it runs
-    opens_own: bool = False  # for a run: the path it runs opens transactions of its own
-    code_like: bool = False  # for a call: the label is an identifier, not words
-    # for a take a foreign-key check implies: the write it comes from, in words
-    derived: str | None = None
-    attempt: str | None = None  # for a try: what the code does when the lock is not free
-    under: tuple[Link, str] | None = None  # for a take within a parent: (parent lock, instance)
-    # for a write: what it inserts into or updates, and the foreign keys it leaves alone
-    table: str | None = None
-    write_how: str | None = None  # "inserts into" | "updates"
-    columns: tuple[str, ...] = ()
-    fk_untouched: tuple[tuple[Link, str], ...] = ()  # (parent lock, referencing column)
-    # for a loop with order: none: its iterations come in no order at all
-    no_order: bool = False
-    # for a set take: its elements, each a take line's facts (lock, instance, mode, marks)
-    elements: tuple[StepView, ...] = ()
-
+from lockdocs.render.words import HELD_WORDS, backend_name, mode_label, order_phrase, tx_words
 
 Located = dict[tuple[str, int, int], list[Event]]
 
@@ -70,7 +32,8 @@ class StepLines:
     def __init__(self, ctx: Context, p: m.Path, own: list[Event], txs: dict[str, TxView]) -> None:
         self.ctx = ctx
         self.txs = txs
-        self.held_marks: dict[tuple[str, int, int], str] = {}  # take -> never|always|sometimes
+        self.path = p
+        self.held_marks: dict[tuple[str, int, int], str] = {}  # take -> never|always|later|maybe
         self.by_loc: Located = {}
         for e in own:
             loc = e.location
@@ -87,6 +50,16 @@ class StepLines:
             if isinstance(s, m.Loop)
             for inner in walk(s.steps)
         )
+        # transactions opened so far, by kind (the path's own first one included)
+        self.opened: dict[str, int] = {}
+        if p.transaction and not self.tx_offset:
+            self.opened[p.transaction] = 1
+        self.several = {lock for lock, paths in ctx.several_paths().items() if p.id in paths}
+        # the backends of the path's own takes, by line (a hold's acquired_at)
+        self.take_backends: dict[int, set[str | None]] = {}
+        for s in walk(p.steps):
+            if isinstance(s, m.Take) and s.location.file == p.file:
+                self.take_backends.setdefault(s.location.line, set()).add(s.backend)
 
     def steps(
         self,
@@ -99,29 +72,19 @@ class StepLines:
     ) -> bool:
         """Append the list lines of `steps` at `depth`; loops and branches nest. `open_tx`
         says whether a transaction is open before them; returns whether one is open after."""
-        ctx = self.ctx
         indent = "    " * depth
-        for n, step in enumerate(steps, start):
+        n = start - 1
+        for step in steps:
+            n += 1
             marker = f"{n}."
             loc = step.location
             evs = self.by_loc.get((loc.file, loc.line, loc.column), [])
             if isinstance(step, m.Take):
-                out.append(self.take_view(step, indent, marker, evs))
+                out.append(self.take_view(step, indent, marker, evs, in_loop))
             elif isinstance(step, m.Branches) and step.statement:
-                out.append(self.set_view(step, indent, marker))
+                out.append(self.set_view(step, indent, marker, in_loop))
             elif isinstance(step, m.Loop):
-                none = step.order == "none"
-                out.append(
-                    StepView(
-                        kind="loop",
-                        indent=indent,
-                        marker=marker,
-                        label=step.label,
-                        order=None if none else order_words(step.order),
-                        note=step.note,
-                        no_order=none,
-                    )
-                )
+                out.append(self.loop_view(step, indent, marker))
                 open_tx = self.steps(step.steps, depth + 1, out, in_loop=True, open_tx=open_tx)
             elif isinstance(step, m.Branches):
                 out.append(StepView(kind="branches", indent=indent, marker=marker, note=step.note))
@@ -141,137 +104,199 @@ class StepLines:
                     )
                 open_tx = after
             elif isinstance(step, m.Run):
-                callee = ctx.model.paths.get(step.path)
-                opens = callee is not None and any(
-                    isinstance(s, m.Begin) for s in walk(callee.steps)
-                )
-                out.append(
-                    StepView(
-                        kind="run",
-                        indent=indent,
-                        marker=marker,
-                        target=ctx.path_link(step.path),
-                        target_title=callee.title if callee else step.path,
-                        note=step.note,
-                        in_transaction=open_tx,
-                        opens_own=opens,
-                    )
-                )
-                if opens and callee is not None:
-                    open_tx = _ends_open(callee.steps, open_tx)
-            elif isinstance(step, m.Call):
-                out.append(
-                    StepView(
-                        kind="call",
-                        indent=indent,
-                        marker=marker,
-                        label=step.name,
-                        note=step.note,
-                        code_like=" " not in step.name.strip(),
-                    )
-                )
-            elif isinstance(step, m.External):
-                held, known = self.held_at(evs)
-                out.append(
-                    StepView(
-                        kind="external",
-                        indent=indent,
-                        marker=marker,
-                        label=step.name,
-                        note=step.note,
-                        held=held,
-                        held_known=known,
-                    )
-                )
-            elif isinstance(step, m.Write):
-                out.append(
-                    StepView(
-                        kind="write",
-                        indent=indent,
-                        marker=marker,
-                        label=step.what,
-                        via=step.via,
-                        note=step.note,
-                        table=step.insert or step.update,
-                        write_how="inserts into"
-                        if step.insert
-                        else "updates"
-                        if step.update
-                        else None,
-                        columns=step.columns,
-                        fk_untouched=self.untouched(step),
-                    )
-                )
-            elif isinstance(step, m.Begin):
-                tx = self.txs.get(step.transaction)
-                numbers = [e.transaction for e in evs if e.kind == "begin"]
-                out.append(
-                    StepView(
-                        kind="begin",
-                        indent=indent,
-                        marker=marker,
-                        target=tx.link if tx else Link(step.transaction),
-                        target_title=tx.title if tx else step.transaction,
-                        via=(tx.opened_by,) if tx and tx.opened_by else (),
-                        first_lock=tx.first_lock if tx else None,
-                        first_mode=tx.first_mode if tx else None,
-                        ordinal=self.begin_ordinal(numbers, in_loop),
-                        note=step.note,
-                    )
-                )
-                open_tx = True
-            elif isinstance(step, m.End):
-                # A commit or rollback releases every transaction-scoped lock (the page says so
-                # once); the line names only what outlives it.
-                held, known = (
-                    self.held_at(evs) if step.how == "leave_open" else self.kept_after(evs)
-                )
-                open_tx = step.how == "leave_open"
-                out.append(
-                    StepView(
-                        kind=step.how,
-                        indent=indent,
-                        marker=marker,
-                        note=step.note,
-                        held=held,
-                        held_known=known,
-                    )
-                )
-            elif isinstance(step, m.Release):
-                out.append(
-                    StepView(
-                        kind="release",
-                        indent=indent,
-                        marker=marker,
-                        lock=ctx.lock_link(step.lock),
-                        via=step.via,
-                        note=step.note,
-                    )
-                )
+                open_tx = self.run_view(step, indent, marker, out, open_tx)
+            else:
+                before = len(out)
+                open_tx = self.simple(step, indent, marker, evs, in_loop, out, open_tx)
+                n += len(out) - before - 1
         return open_tx
 
-    def begin_ordinal(self, numbers: list[int], in_loop: bool) -> str:
-        """'a second' from the analysis' transaction numbers; a loop's passes are unrolled
-        there, so inside a loop (and after one that opens transactions) it says less."""
-        if in_loop:
-            return "a new"
-        if not numbers or self.loop_begins:
-            return "another"
-        return ordinal(max(numbers) - self.tx_offset)
+    def loop_view(self, step: m.Loop, indent: str, marker: str) -> StepView:
+        """A loop: its order when it has one; "in no fixed order" only when the passes pile up
+        instances of one lock in one transaction (then the order matters for a deadlock)."""
+        order: str | None
+        if step.order == "none":
+            order = "in no particular order"
+        elif step.order:
+            order = order_phrase(step.order)
+        else:
+            piles = any(
+                isinstance(s, m.Take) and not s.again and s.lock in self.several
+                for s in walk(step.steps)
+            ) and not any(isinstance(s, m.Begin) for s in walk(step.steps))
+            order = "in no fixed order" if piles else None
+        return StepView(
+            kind="loop", indent=indent, marker=marker, label=step.label, order=order, note=step.note
+        )
 
-    def take_view(self, step: m.Take, indent: str, marker: str, evs: list[Event]) -> StepView:
-        """A take, marked 'already held' or 'an upgrade' from what the analysis saw."""
+    def run_view(
+        self, step: m.Run, indent: str, marker: str, out: list[StepView], open_tx: bool
+    ) -> bool:
+        callee = self.ctx.model.paths.get(step.path)
+        opens = callee is not None and any(isinstance(s, m.Begin) for s in walk(callee.steps))
+        out.append(
+            StepView(
+                kind="run",
+                indent=indent,
+                marker=marker,
+                target=self.ctx.path_link(step.path),
+                target_title=callee.title if callee else step.path,
+                note=step.note,
+                in_transaction=open_tx,
+                opens_own=opens,
+            )
+        )
+        if opens and callee is not None:
+            open_tx = ends_open(callee.steps, open_tx)
+        return open_tx
+
+    def simple(
+        self,
+        step: m.Step,
+        indent: str,
+        marker: str,
+        evs: list[Event],
+        in_loop: bool,
+        out: list[StepView],
+        open_tx: bool,
+    ) -> bool:
+        """A step that does not nest: a call, a call out, a write, a transaction's start or end,
+        a release."""
+        ctx = self.ctx
+        if isinstance(step, m.Call):
+            out.append(
+                StepView(
+                    kind="call",
+                    indent=indent,
+                    marker=marker,
+                    label=step.name,
+                    note=step.note,
+                    code_like=" " not in step.name.strip(),
+                )
+            )
+        elif isinstance(step, m.External):
+            holding, known = self.held_at(evs)
+            out.append(
+                StepView(
+                    kind="external",
+                    indent=indent,
+                    marker=marker,
+                    label=step.name,
+                    note=step.note,
+                    holding=holding,
+                    held_known=known,
+                )
+            )
+        elif isinstance(step, m.Write):
+            out.append(
+                StepView(
+                    kind="write",
+                    indent=indent,
+                    marker=marker,
+                    label=step.what,
+                    via=step.via,
+                    note=step.note,
+                    table=step.insert or step.update,
+                    write_how="inserts into" if step.insert else "updates" if step.update else None,
+                    columns=step.columns,
+                    fk_untouched=self.untouched(step),
+                    backend=backend_name(step.backend),
+                )
+            )
+        elif isinstance(step, m.Begin):
+            out.extend(self.begin_views(step, indent, marker, in_loop))
+            open_tx = True
+        elif isinstance(step, m.End):
+            # A commit or rollback releases every transaction-scoped lock (the page says so
+            # once); the line names only what outlives it.
+            holding, known = self.held_at(evs) if step.how == "leave_open" else self.kept_after(evs)
+            open_tx = step.how == "leave_open"
+            out.append(
+                StepView(
+                    kind=step.how,
+                    indent=indent,
+                    marker=marker,
+                    note=step.note,
+                    holding=holding,
+                    held_known=known,
+                    backend=backend_name(step.backend),
+                )
+            )
+        elif isinstance(step, m.Release):
+            lock = ctx.model.locks.get(step.lock)
+            out.append(
+                StepView(
+                    kind="release",
+                    indent=indent,
+                    marker=marker,
+                    lock=ctx.lock_link(step.lock),
+                    via=step.via,
+                    note=step.note,
+                    backend=backend_name(step.backend or memory_backend(lock)),
+                )
+            )
+        return open_tx
+
+    def begin_views(self, step: m.Begin, indent: str, marker: str, in_loop: bool) -> list[StepView]:
+        """A transaction's start (which one of its kind it is) and, as the next line, the lock
+        the kind takes first."""
+        tx = self.txs.get(step.transaction)
+        title = tx.title if tx else step.transaction
+        seen = self.opened.get(step.transaction, 0)
+        self.opened[step.transaction] = seen + 1
+        if in_loop:
+            det = "a new"
+        elif seen == 0:
+            det = "a"
+        elif seen == 1 and not self.loop_begins:
+            det = "a second"
+        else:
+            det = "another"
+        before, after = tx_words(title, det)
+        lines = [
+            StepView(
+                kind="begin",
+                indent=indent,
+                marker=marker,
+                target=tx.link if tx else Link(step.transaction),
+                target_title=title,
+                # the opener is named with the lock it takes first, when it takes one
+                via=(tx.opened_by,) if tx and tx.opened_by and not tx.first_lock else (),
+                tx_before=before,
+                tx_after=after,
+                note=step.note,
+            )
+        ]
+        if tx is not None and tx.first_lock is not None:
+            lines.append(
+                StepView(
+                    kind="first",
+                    indent=indent,
+                    marker=next_marker(marker),
+                    via=(tx.opened_by,) if tx.opened_by else (),
+                    first_lock=tx.first_lock,
+                    first_mode=tx.first_mode,
+                )
+            )
+        return lines
+
+    def take_view(
+        self, step: m.Take, indent: str, marker: str, evs: list[Event], in_loop: bool
+    ) -> StepView:
+        """A take, marked already held or an upgrade from what the analysis saw."""
         ctx = self.ctx
         lock = ctx.model.locks[step.lock]
-        kinds = {e.kind for e in evs if e.kind in ("acquire", "retake", "upgrade")}
-        if not kinds or kinds == {"acquire"}:
-            held_before = "never"
-        elif "acquire" in kinds:
-            held_before = "sometimes"
-        else:
-            held_before = "always"
+        elsewhere = None
+        if step.backend is not None:
+            lines = self.take_backends
+
+            def elsewhere(line: int) -> bool:
+                found = lines.get(line, set())
+                return bool(found) and None not in found and step.backend not in found
+
+        mark = held_mark(evs, step, in_loop, elsewhere)
         loc = step.location
-        self.held_marks[(loc.file, loc.line, loc.column)] = held_before
+        self.held_marks[(loc.file, loc.line, loc.column)] = mark
         upgrade_from = None
         for e in evs:
             if e.kind == "upgrade":
@@ -279,38 +304,50 @@ class StepLines:
                 if prior:
                     upgrade_from = mode_label(lock.kind, prior[0])
                     break
+        backend = next((b for b in lock.backends if b.name == step.backend), None)
+        memory = lock.kind == "memory" or (backend is not None and backend.kind == "memory")
+        if memory and lock.kind != "memory":
+            # a database lock this backend keeps in the process instead (a lockset entry)
+            mode = backend.mode if backend and backend.mode else "exclusive"
+            mode_text = f"{mode}, in memory"
+        else:
+            mode_text = mode_label(lock.kind, step.mode, step.option)
+        changes_key = None
+        if step.changes_key and not (step.implicit or "").upper().startswith("DELETE"):
+            changes_key = "changes a column of a unique key, so Postgres takes FOR UPDATE"
         return StepView(
             kind="take",
             indent=indent,
             marker=marker,
             lock=ctx.lock_link(step.lock),
-            mode=mode_label(lock.kind, step.mode, step.option),
+            mode=mode_text,
             via=step.via,
             note=step.note,
             instance=step.instance,
-            order=order_words(step.order),
+            order=order_phrase(step.order),
             implicit=step.implicit,
-            changes_key=step.changes_key,
-            backend=step.backend,
-            again=step.again,
+            changes_key=changes_key,
+            backend=backend_name(step.backend),
+            held=mark,
+            held_words=HELD_WORDS.get(mark),
             claimed=step.claimed,
             inserted=step.inserted,
             connection=step.connection,
-            held_before=held_before,
             upgrade_from=upgrade_from,
             derived=step.derived,
             attempt=step.attempt,
             under=(ctx.lock_link(lock.within), step.under) if lock.within and step.under else None,
+            memory=memory,
         )
 
-    def set_view(self, step: m.Branches, indent: str, marker: str) -> StepView:
+    def set_view(self, step: m.Branches, indent: str, marker: str, in_loop: bool) -> StepView:
         """A set take as the one statement it is, from the set the model keeps (not from the
         alternatives, one per order, that the analysis walks)."""
         elements = []
         for take in step.statement:
             loc = take.location
             evs = self.by_loc.get((loc.file, loc.line, loc.column), [])
-            elements.append(self.take_view(take, "", "", evs))
+            elements.append(self.take_view(take, "", "", evs, in_loop))
         first = step.statement[0]
         return StepView(
             kind="set",
@@ -319,7 +356,7 @@ class StepLines:
             via=first.via,
             note=step.note,
             implicit=first.implicit,
-            backend=step.backend,
+            backend=backend_name(step.backend),
             attempt=first.attempt,
             elements=tuple(elements),
         )
@@ -359,17 +396,3 @@ class StepLines:
                 if lock is not None and (lock.kind == "memory" or lock.scope == "session"):
                     seen.setdefault(h.lock, None)
         return tuple(self.ctx.lock_link(lid) for lid in seen), True
-
-
-def _ends_open(steps: tuple[m.Step, ...], open_tx: bool) -> bool:
-    """Whether a transaction is open after these steps (structurally; branches: any)."""
-    for s in steps:
-        if isinstance(s, m.Begin):
-            open_tx = True
-        elif isinstance(s, m.End):
-            open_tx = s.how == "leave_open"
-        elif isinstance(s, m.Loop):
-            open_tx = _ends_open(s.steps, open_tx)
-        elif isinstance(s, m.Branches):
-            open_tx = any(_ends_open(alt, open_tx) for _, alt in s.alternatives)
-    return open_tx

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from lockdocs import model as m
 from lockdocs.render.escape import Link
 from lockdocs.render.view.base import Context, tx_anchor
-from lockdocs.render.words import mode_label
+from lockdocs.render.words import mode_label, tx_words
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,11 @@ class TxView:
     notes: str | None
     database: str | None
     pooler: str | None = None  # transaction: a pooler hands out a connection per transaction
+
+    def words(self, determiner: str) -> tuple[str, str]:
+        """The words around the kind's link after a verb: ('a', '') before 'plain
+        transaction', ('a transaction of the', 'kind') around 'entitlements.Materializing'."""
+        return tx_words(self.title, determiner)
 
 
 def tx_view(ctx: Context, tk: m.TransactionKind) -> TxView:
