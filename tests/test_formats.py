@@ -120,17 +120,27 @@ def test_foreign_key_share_is_derived_where_postgres_takes_it(tmp_path: Path) ->
     data = _export(_project(tmp_path))
     path = data["paths"][0]  # type: ignore[index]
     steps = path["steps"]
-    kinds = [(s["type"], s.get("lock"), s.get("derived")) for s in steps]
+    kinds = [(s["type"], s.get("lock"), s.get("derived"), s.get("recheck")) for s in steps]
     assert kinds == [
-        ("write", None, None),
-        ("take", "account", "insert into app.entries (account_id references app.accounts)"),
-        ("write", None, None),  # the memo: the key column is left alone, no check
-        ("write", None, None),
-        ("take", "account", "update of app.entries (account_id references app.accounts)"),
+        ("write", None, None, None),
+        ("take", "account", "insert into app.entries (account_id references app.accounts)", None),
+        # the memo leaves the key column alone, but the row is the one inserted above: Postgres
+        # checks the key again (tests/test_pg_verdicts.py measures it)
+        ("write", None, None, None),
+        (
+            "take",
+            "account",
+            "re-check by the update of app.entries (account_id references app.accounts), "
+            "a row version this transaction already wrote",
+            "app.entries",
+        ),
+        ("write", None, None, None),
+        ("take", "account", "update of app.entries (account_id references app.accounts)", None),
     ]
     acq = path["acquisitions"]
     assert [(a["lock"], a["mode"], a["event"]) for a in acq] == [
         ("account", "for key share", "acquire"),
+        ("account", "for key share", "retake"),  # the memo's re-check
         ("account", "for key share", "retake"),
     ]
 
@@ -386,19 +396,20 @@ def test_the_page_shows_what_is_derived_and_where_it_holds(tmp_path: Path) -> No
         "- **Database:** the key names an object of the whole cluster, but an advisory lock "
         "excludes only within one database",
         "- **Foreign keys:** `app.entries.account_id` references it. Postgres takes FOR KEY "
-        "SHARE on the row when a referencing row is inserted, or updated with a new key; "
-        "derived at the writes of [Post an entry](#path-post).",
+        "SHARE on the row when a referencing row is inserted, updated with a new key, or updated "
+        "again by the transaction that wrote it, as the writes of [Post an entry](#path-post) do.",
         "- **Key:** `1764327054`; in `pg_locks` classid 0, objid 1764327054, objsubid 1; built "
         "as [an application hash of a fixed name](#keys-application-fixed)",
-        "Computed exactly as the application does",
         "| **app**{#tx-app} | — | — | `lock_timeout` `2s` | On the database `app`. |",
-        "2. Writes entry (inserts into `app.entries`)",
-        "3. Takes [Account row](#lock-account) **FOR KEY SHARE**, derived: Postgres checks the "
-        "foreign key on the insert into app.entries (account_id references app.accounts)",
-        "4. Writes entry memo (updates `app.entries`: `memo`); it leaves `account_id` alone, so "
-        "no foreign-key lock on [Account row](#lock-account)",
+        "2. Writes entry (inserts into `app.entries`)\n",
+        "3. Takes [Account row](#lock-account) **FOR KEY SHARE** in the foreign-key check of that "
+        "write, which Postgres makes itself\n",
+        # the memo leaves account_id alone, but on the row inserted above: Postgres checks again
+        "4. Writes entry memo (updates `app.entries`: `memo`)\n",
+        "5. Takes [Account row](#lock-account) **FOR KEY SHARE** in the foreign-key check "
+        "Postgres repeats because this transaction already wrote the row, already held\n",
         "1. Takes [Role](#lock-role) **exclusive** through `pg_try_advisory_xact_lock`, **only "
-        "if it is free** (it never waits; when it is not: the sweep leaves the role to its next "
+        "if it is free** (it never waits; when it is not, the sweep leaves the role to its next "
         "round)",
     ):
         assert line in page, line
@@ -605,8 +616,8 @@ def test_a_parent_gate_on_the_page_and_in_the_export(tmp_path: Path) -> None:
         "- **Belongs to:** one [Run row](#lock-run) each.",
         "- **Owns:** the instances of [Job row](#lock-job);",
         "2. Takes [Job row](#lock-job) of [Run row](#lock-run) (this run) **FOR NO KEY UPDATE**",
-        "They never deadlock: each takes [Job row](#lock-job) only while holding the "
-        "[Run row](#lock-run) it belongs to, in modes that conflict",
+        "They never deadlock: each takes Job row only while holding the Run row it belongs to, "
+        "in modes that conflict, so both would have to hold that Run row at once.",
     ):
         assert line in page, line
     exported = json.loads(run_cli("export", "--root", str(root)).out)
@@ -794,7 +805,7 @@ def test_a_set_take_is_one_step_on_the_page(tmp_path: Path) -> None:
         "**FOR NO KEY UPDATE** in one statement, **in no order** (the statement locks them as it "
         "finds them) through `close_ledger` — one join without OF"
     ) in page
-    assert "1. For each pool key the subquery returns, in no order:" in page
+    assert "1. For each pool key the subquery returns, in no particular order:" in page
     # no trace of the orders the analysis walks
     assert "ledger then account" not in page and "One of" not in page
     exported = json.loads(run_cli("export", "--root", str(root)).out)
@@ -808,3 +819,35 @@ def test_a_set_take_is_one_step_on_the_page(tmp_path: Path) -> None:
     dots = "".join(p.read_text(encoding="utf-8") for p in (root / "docs").rglob("*.dot"))
     if dots:
         assert "in one statement," in dots
+
+
+def test_a_re_check_no_walk_reaches_is_not_on_the_page(tmp_path: Path) -> None:
+    """An update that leaves the key alone on a row its transaction has not written: Postgres
+    takes no foreign-key lock, so the page, the lock's entry and the diagram show none (they
+    once said "no lock" in the title and "Takes FOR KEY SHARE" in the step below it)."""
+    paths = (
+        "group: Money\npaths:\n  memo:\n    title: Change a memo\n    transaction: app\n"
+        "    steps:\n      - write: entry memo\n        update: app.entries\n"
+        "        columns: [memo]\n"
+    )
+    root = _project(tmp_path, LOCKS, paths)
+    assert run_cli("build", "--root", str(root)).code == 0
+    page = (root / "docs" / "database-locks.md").read_text(encoding="utf-8")
+    assert '"**Change a memo**: no lock"' in page
+    assert (
+        "1. Writes entry memo (updates `app.entries`: `memo`); it leaves `account_id` alone on a "
+        "row this transaction has not written before, so Postgres takes no foreign-key lock on "
+        "[Account row](#lock-account)\n"
+    ) in page
+    assert "FOR KEY SHARE**" not in page
+    assert "Taken with no other lock in" not in page
+    assert "as the writes of" not in page
+    dot = (root / "docs" / "database-locks" / "paths" / "memo.dot").read_text(encoding="utf-8")
+    assert "Account row" not in dot
+    # the export still lists the take the declarations imply, with the table it depends on
+    steps = _export(root)["paths"][0]["steps"]  # type: ignore[index]
+    assert [(s["type"], s.get("recheck")) for s in steps] == [
+        ("write", None),
+        ("take", "app.entries"),
+    ]
+    assert _export(root)["paths"][0]["acquisitions"] == []  # type: ignore[index]

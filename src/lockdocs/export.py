@@ -132,6 +132,7 @@ def _step_body(step: m.Step) -> dict[str, Any]:
             "under": step.under,
             "implicit": step.implicit,
             "derived": step.derived,
+            "recheck": step.recheck,
             "line": line,
         }
     if isinstance(step, m.Loop):

@@ -49,6 +49,12 @@ class Take:
     connection: str | None = None
 
     @property
+    def is_recheck(self) -> bool:
+        """A foreign-key check Postgres makes again on a row version this transaction already
+        wrote (conditional, or declared with `rewrites: true`: its derived words say so)."""
+        return self.recheck is not None or (self.derived or "").startswith("re-check")
+
+    @property
     def how_it_avoids_waiting(self) -> str | None:
         """nowait | skip locked | try, or None for a take that waits."""
         return self.option or ("try" if self.attempt is not None else None)

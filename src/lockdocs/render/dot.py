@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from lockdocs import model as m
 from lockdocs.render.escape import dot_label, dot_str, visible
-from lockdocs.render.words import HELD_SHORT, mode_label, order_phrase
+from lockdocs.render.words import ABSENT, HELD_SHORT, mode_label, order_phrase
 
 INK = "#1f2937"  # text and outlines
 LINE = "#4b5563"  # arrows
@@ -191,6 +191,9 @@ class _Writer:
         """Emit one step; return its entry node and its open ends (node, edge label)."""
         plain = [("shape", "box"), ("style", '"rounded"')]
         if isinstance(step, m.Take):
+            loc = step.location
+            if self.marks.get((loc.file, loc.line, loc.column)) == ABSENT:
+                return None, []
             nid = self.take(step, indent)
             return nid, [(nid, None)]
         if isinstance(step, m.Loop):

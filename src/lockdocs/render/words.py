@@ -84,6 +84,10 @@ HELD_WORDS = {
     "later": "held after pass 1",
     "maybe": "already held if an earlier step took it",
 }
+# The held mark of a take no walk reaches (a foreign-key re-check with no earlier write in its
+# transaction): the page and the diagram leave it out.
+ABSENT = "absent"
+
 HELD_SHORT = {"always": "already held", "later": "held after pass 1", "maybe": "maybe held"}
 
 

@@ -112,6 +112,7 @@ class Context:
         self._derived: dict[str, list[str]] | None = None
         self._several: dict[str, tuple[str, ...]] | None = None
         self._sites: dict[str, tuple[tuple[str, bool], ...]] | None = None
+        self._rechecks: set[tuple[str, str, int, int]] | None = None
 
     def run_sites(self) -> dict[str, tuple[tuple[str, bool], ...]]:
         """For each path run by others: (caller, whether a transaction is open where the caller
@@ -130,6 +131,22 @@ class Context:
             self._several = {e.src: e.paths for e in self.edges.pairs if e.src == e.dst}
         return self._several
 
+    def happens(self, step: m.Take) -> bool:
+        """Whether a take happens on some walk: always, except a foreign-key re-check (see
+        project.steps.foreign_key_takes) that no walk reaches with the table already written in
+        its transaction. The page must not show a lock Postgres never takes there."""
+        if step.recheck is None:
+            return True
+        if self._rechecks is None:
+            self._rechecks = {
+                (e.lock, e.location.file, e.location.line, e.location.column)
+                for pid in self.model.paths
+                for e in self.events(pid)
+                if e.kind in ("acquire", "retake", "upgrade") and e.implicit
+            }
+        loc = step.location
+        return (step.lock, loc.file, loc.line, loc.column) in self._rechecks
+
     def derived_in(self, lock_id: str) -> list[str]:
         """The paths (in declaration order) with a take of the lock that lockdocs derived
         (indexed once over every path's steps, not once per lock)."""
@@ -137,7 +154,9 @@ class Context:
             index: dict[str, list[str]] = {}
             for pid, p in self.model.paths.items():
                 for lid in dict.fromkeys(
-                    s.lock for s in walk(p.steps) if isinstance(s, m.Take) and s.derived
+                    s.lock
+                    for s in walk(p.steps)
+                    if isinstance(s, m.Take) and s.derived and self.happens(s)
                 ):
                     index.setdefault(lid, []).append(pid)
             self._derived = index

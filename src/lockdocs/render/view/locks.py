@@ -154,7 +154,8 @@ def taken_in(ctx: Context) -> dict[str, set[str]]:
             out.setdefault(tk.first_lock, set()).add(pid)
         for step in walk(p.steps):
             if isinstance(step, m.Take):
-                out.setdefault(step.lock, set()).add(pid)
+                if ctx.happens(step):
+                    out.setdefault(step.lock, set()).add(pid)
             elif isinstance(step, m.Begin):
                 bk = model.transactions.get(step.transaction)
                 if bk is not None and bk.first_lock:

@@ -21,7 +21,14 @@ from lockdocs.render.view.stepview import (
     next_marker,
 )
 from lockdocs.render.view.transactions import TxView
-from lockdocs.render.words import HELD_WORDS, backend_name, mode_label, order_phrase, tx_words
+from lockdocs.render.words import (
+    ABSENT,
+    HELD_WORDS,
+    backend_name,
+    mode_label,
+    order_phrase,
+    tx_words,
+)
 
 Located = dict[tuple[str, int, int], list[Event]]
 
@@ -55,6 +62,12 @@ class StepLines:
         if p.transaction and not self.tx_offset:
             self.opened[p.transaction] = 1
         self.several = {lock for lock, paths in ctx.several_paths().items() if p.id in paths}
+        # the parent locks a write's foreign-key check takes on some walk, by the write
+        self.checked: dict[tuple[str, int, int], set[str]] = {}
+        for s in walk(p.steps):
+            if isinstance(s, m.Take) and s.derived and ctx.happens(s):
+                at = s.location
+                self.checked.setdefault((at.file, at.line, at.column), set()).add(s.lock)
         # the backends of the path's own takes, by line (a hold's acquired_at)
         self.take_backends: dict[int, set[str | None]] = {}
         for s in walk(p.steps):
@@ -80,6 +93,11 @@ class StepLines:
             loc = step.location
             evs = self.by_loc.get((loc.file, loc.line, loc.column), [])
             if isinstance(step, m.Take):
+                if not self.ctx.happens(step):
+                    # a re-check no walk reaches: the write's line says so, the diagram omits it
+                    self.held_marks[(loc.file, loc.line, loc.column)] = ABSENT
+                    n -= 1
+                    continue
                 out.append(self.take_view(step, indent, marker, evs, in_loop))
             elif isinstance(step, m.Branches) and step.statement:
                 out.append(self.set_view(step, indent, marker, in_loop))
@@ -335,6 +353,7 @@ class StepLines:
             connection=step.connection,
             upgrade_from=upgrade_from,
             derived=step.derived,
+            recheck=step.is_recheck,
             attempt=step.attempt,
             under=(ctx.lock_link(lock.within), step.under) if lock.within and step.under else None,
             memory=memory,
@@ -362,13 +381,17 @@ class StepLines:
         )
 
     def untouched(self, step: m.Write) -> tuple[tuple[Link, str], ...]:
-        """The foreign keys of an updated table whose column the update leaves alone: Postgres
-        checks none of them (see project.steps.foreign_key_takes)."""
+        """The foreign keys of an updated table whose column the update leaves alone and that
+        Postgres does not check again here (`rechecked`: the parent locks whose re-check take
+        follows the write on some walk; see project.steps.foreign_key_takes)."""
         if step.update is None or not step.columns:
             return ()
+        at = step.location
+        rechecked = self.checked.get((at.file, at.line, at.column), set())
         return tuple(
             (self.ctx.lock_link(lock.id), ref.column)
             for lock in self.ctx.model.locks.values()
+            if lock.id not in rechecked
             for ref in lock.references
             if ref.table == step.update
             and ref.column is not None

@@ -50,6 +50,7 @@ class StepView:
     code_like: bool = False  # for a call: the label is an identifier, not words
     # for a take a foreign-key check implies: the write it comes from, in words
     derived: str | None = None
+    recheck: bool = False  # that check is one Postgres makes again (the row was written before)
     attempt: str | None = None  # for a try: what the code does when the lock is not free
     under: tuple[Link, str] | None = None  # for a take within a parent: (parent lock, instance)
     # for a write: what it inserts into or updates, and the foreign keys it leaves alone
