@@ -72,6 +72,14 @@ RootOpt = Annotated[
     ),
 ]
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="Output format.")]
+LogLinePrefixOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--log-line-prefix",
+        help="The server's log_line_prefix, for a stderr log (default: told from the log "
+        "among the common settings).",
+    ),
+]
 
 
 @app.command()
@@ -319,11 +327,12 @@ def explain(
             "--show-literals", help="Print statements as logged (default: literals as $n)."
         ),
     ] = False,
+    log_line_prefix: LogLinePrefixOpt = None,
 ) -> None:
     """Decode a server log's deadlocks and lock timeouts back to declared locks, paths and findings."""
     from lockdocs.commands import explain as body
 
-    raise typer.Exit(body.explain(root, logfile, fmt, log_format, show_literals))
+    raise typer.Exit(body.explain(root, logfile, fmt, log_format, show_literals, log_line_prefix))
 
 
 @app.command()

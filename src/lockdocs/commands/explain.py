@@ -9,8 +9,10 @@ from pathlib import Path
 from lockdocs.api import check as run_check
 from lockdocs.commands import ExplainFormat, Format, LogFormat
 from lockdocs.commands.common import NoRoot, emit, fail, resolve_root
+from lockdocs.diagnostics import printable
 from lockdocs.postgres.explain_output import FORMATTERS
 from lockdocs.postgres.explain_output import explain as run_explain
+from lockdocs.postgres.serverlog import LogError, LogFile, LogReader
 
 
 def explain(
@@ -19,26 +21,27 @@ def explain(
     fmt: ExplainFormat,
     log_format: LogFormat = LogFormat.auto,
     show_literals: bool = False,
+    log_line_prefix: str | None = None,
 ) -> int:
     """Explain a server log's lock errors: 0 when each is a reported finding or a timeout on a
     declared lock, 1 when one shows the declarations miss a lock, a path or a step (or the
-    analysis a cycle), 2 for bad input."""
+    analysis a cycle), or a part of the log could not be read; 2 for bad input."""
     try:
         base = resolve_root(root)
     except NoRoot:
         return 2
-    if logfile == "-":
-        text, source = sys.stdin.read(), "<stdin>"
-    else:
-        try:
-            raw = Path(logfile).read_bytes()
-        except OSError as exc:
-            return fail(f"cannot read {logfile}: {exc.strerror or exc}")
-        text, source = raw.decode("utf-8", errors="replace"), logfile
+    log = LogFile(logfile)
     result = run_check(base, drift=False)
     if result.bad_input or result.model is None:
         emit(result.diagnostics, Format.text, "the declarations are not valid")
         return 2
-    cases = run_explain(result.model, result.diagnostics, text, log_format.value, show_literals)
-    sys.stdout.write(FORMATTERS[fmt.value](cases, source))
-    return 0 if all(c.verdict in ("reported", "timeout") for c in cases) else 1
+    reader = LogReader([log], log_format.value, log_line_prefix)
+    try:
+        explained = run_explain(
+            result.model, result.diagnostics, reader.entries(), show_literals=show_literals
+        )
+    except LogError as exc:
+        return fail(printable(str(exc)))
+    explained.problems, explained.dropped = reader.problems, reader.dropped
+    sys.stdout.write(FORMATTERS[fmt.value](explained, printable(log.shown)))
+    return 0 if explained.clean else 1

@@ -18,11 +18,18 @@ from lockdocs.analysis.events import Event
 from lockdocs.diagnostics import Diagnostic
 from lockdocs.postgres import statements as sq
 from lockdocs.postgres.cases import Case, LockRef, Process, Taker
-from lockdocs.postgres.logs import ADVISORY_MODE_NAMES, TABLE_MODE_NAMES, LockTag, parse_detail
+from lockdocs.postgres.logs import (
+    ADVISORY_MODE_NAMES,
+    TABLE_MODE_NAMES,
+    LockTag,
+    context_relation,
+    parse_detail,
+)
 from lockdocs.postgres.serverlog import DEADLOCK, Entry
-from lockdocs.postgres.sqlread import AdvisoryCall, Reading, masked, read
+from lockdocs.postgres.sqlread import AdvisoryCall, Reading, RelationLock, masked, read
 
 CYCLE_CODES = ("LD201", "LD202", "LD203")
+_READINGS = 4096  # statements read once each, kept while a log is explained
 
 
 class Explainer:
@@ -30,6 +37,17 @@ class Explainer:
         self.model = model
         self.findings = [d for d in diagnostics if d.code in CYCLE_CODES]
         self.events = [e for e in events if e.kind in ("acquire", "upgrade", "retake")]
+        self.by_lock: dict[str, list[tuple[int, Event]]] = {}
+        for i, e in enumerate(self.events):
+            self.by_lock.setdefault(e.lock, []).append((i, e))
+        self.readings: dict[str, Reading] = {}
+        # Each declared table parsed once (by Postgres's grammar), not once per wait.
+        # (a table lock with instances: replay puts instance n in schema <schema>_<n>)
+        self.tables = [
+            (lock.id, sq.table_of(lock.table, lock.id), lock.kind == "table" and not lock.singleton)
+            for lock in model.locks.values()
+            if lock.kind in ("row", "table") and lock.table
+        ]
         self.tags: dict[tuple[int, int, int], list[str]] = {}
         for lock in model.locks.values():
             if lock.key is not None and lock.key.tag is not None:
@@ -103,23 +121,59 @@ class Explainer:
                     out.append(lock.id)
         return out
 
-    def relation(self, reading: Reading, postgres: str) -> LockRef:
-        """A row or table wait: the lock of the table the statement names."""
-        if reading.error:
+    def relation(self, reading: Reading, postgres: str, named: str | None = None) -> LockRef:
+        """A row or table wait: the lock of the table the statement names. `named` is the
+        relation the report's CONTEXT names (the reporting process only): with several
+        statements sent as one query, or a statement that locks several tables, it says
+        which table the wait was on; without it such a wait could be on any of them."""
+        if reading.error and named is None:
             return LockRef((), None, postgres, reading.error)
+        hits: list[tuple[RelationLock, list[str]]] = []
         for rel in reading.relations:
             found = self._tables(rel.schema, rel.table, rel.kind)
             if found:
+                hits.append((rel, found))
+        if named is not None:
+            chosen = [(r, f) for r, f in hits if r.table == named and r.kind != "foreign key"]
+            if chosen and len({(r.schema, r.table) for r, _ in hits}) == 1:
+                hits = chosen
+            elif chosen:
+                rel, found = chosen[0]
                 return LockRef(
                     tuple(found),
-                    rel.mode,
+                    rel.mode if len(chosen) == 1 else None,
                     postgres,
-                    f"the table its statement names ({rel.how} on "
-                    f"{rel.schema + '.' if rel.schema else ''}{rel.table})",
+                    f'the relation its CONTEXT names ("{named}"): {rel.how} on {_qualified(rel)}',
                 )
-        names = ", ".join(
-            f"{r.schema + '.' if r.schema else ''}{r.table}" for r in reading.relations
-        )
+            else:
+                found = self._tables(None, named, "row")
+                if found:
+                    return LockRef(
+                        tuple(found), None, postgres, f'the relation its CONTEXT names ("{named}")'
+                    )
+                if reading.error:
+                    return LockRef((), None, postgres, reading.error)
+        tables = {(r.schema, r.table) for r, _ in hits}
+        if len(tables) == 1:
+            rel, found = hits[0]
+            return LockRef(
+                tuple(found),
+                rel.mode,
+                postgres,
+                f"the table its statement names ({rel.how} on {_qualified(rel)})",
+            )
+        if hits:
+            locks = tuple(dict.fromkeys(lk for _, found in hits for lk in found))
+            names = ", ".join(dict.fromkeys(_qualified(r) for r, _ in hits))
+            return LockRef(
+                locks,
+                None,
+                postgres,
+                f"one of the tables its statement{'s' if reading.statements > 1 else ''} "
+                f"name{'' if reading.statements > 1 else 's'} ({names}); the log does not say "
+                "which",
+            )
+        names = ", ".join(dict.fromkeys(_qualified(r) for r in reading.relations))
         return LockRef(
             (),
             None,
@@ -136,30 +190,40 @@ class Explainer:
             # The referenced table is not in the statement: the declared takes say which
             # insert's foreign key takes which row lock (implicit: ...).
             return sorted({e.lock for e in self.events if e.implicit and table in e.implicit})
-        out = []
-        for lock in self.model.locks.values():
-            if lock.kind not in ("row", "table") or not lock.table:
-                continue
-            t = sq.table_of(lock.table, lock.id)
-            # (a table lock with instances: replay puts instance n in schema <schema>_<n>)
-            per_instance = (
-                lock.kind == "table"
-                and not lock.singleton
-                and schema is not None
-                and schema.startswith(t.schema + "_")
-                and schema[len(t.schema) + 1 :].isdigit()
+        return [
+            lock_id
+            for lock_id, t, instances in self.tables
+            if t.name == table
+            and (
+                schema is None
+                or t.schema == schema
+                or (
+                    instances
+                    and schema.startswith(t.schema + "_")
+                    and schema[len(t.schema) + 1 :].isdigit()
+                )
             )
-            if t.name == table and (schema is None or t.schema == schema or per_instance):
-                out.append(lock.id)
-        return out
+        ]
 
-    def wait(self, tag: LockTag, mode: str, statement: str) -> LockRef:
-        reading = read(statement) if statement else Reading(error="the log has no statement")
+    def read(self, statement: str) -> Reading:
+        """A statement's reading, once per text (a report names one statement many times)."""
+        if not statement:
+            return Reading(error="the log has no statement")
+        hit = self.readings.get(statement)
+        if hit is None:
+            if len(self.readings) >= _READINGS:
+                self.readings.clear()
+            hit = self.readings[statement] = read(statement)
+        return hit
+
+    def wait(self, tag: LockTag, mode: str, statement: str, context: str = "") -> LockRef:
+        reading = self.read(statement)
         if tag.kind == "advisory":
             return self.advisory(tag, mode, reading)
+        named = context_relation(context) if context else None
         if tag.kind in ("transaction", "tuple"):
             words = f"{mode} on {'a transaction' if tag.kind == 'transaction' else 'a tuple'}"
-            return self.relation(reading, words)
+            return self.relation(reading, words, named)
         if tag.kind == "relation":
             ref = self.relation(reading, f"{mode} on a relation")
             return LockRef(ref.locks, TABLE_MODE_NAMES.get(mode, ref.mode), ref.postgres, ref.how)
@@ -186,9 +250,10 @@ class Explainer:
             # What it holds is the row's tuple lock, taken to wait for that row first in the
             # row's queue (README.tuplock): no lock it took before, so any take of it fits.
             held = set()
-        for ev in self.events:
-            if ev.lock not in wants.locks:
-                continue
+        for _, ev in sorted(
+            (x for lock in set(wants.locks) for x in self.by_lock.get(lock, ())),
+            key=lambda x: x[0],
+        ):
             if held and not any(h.lock in held for h in ev.held):
                 continue
             if held == {ev.lock} and ev.kind == "retake":
@@ -233,7 +298,8 @@ class Explainer:
         wants: dict[int, LockRef] = {}
         holds: dict[int, LockRef] = {}
         for w in detail.waits:
-            ref = self.wait(w.tag, w.mode, statements.get(w.pid, ""))
+            context = entry.context if w.pid == reporter else ""
+            ref = self.wait(w.tag, w.mode, statements.get(w.pid, ""), context)
             if w.pid == reporter and not ref.locks:
                 ref = self._checked_parent(w.tag, w.mode, entry.context) or ref
             wants[w.pid] = ref
@@ -288,10 +354,16 @@ class Explainer:
         missing = [p for p in procs if not p.takers]
         if missing:
             case.verdict = "missing order"
+            # the paths of every other process: all paths, less those only this one has
+            counts: dict[str, int] = {}
+            for q in procs:
+                for path in {t.path for t in q.takers}:
+                    counts[path] = counts.get(path, 0) + 1
             for p in missing:
                 held = " or ".join(p.holds.locks) if p.holds else "?"
                 want = " or ".join(p.wants.locks)
-                others = sorted({t.path for q in procs if q is not p for t in q.takers})
+                mine = {t.path for t in p.takers}
+                others = sorted(x for x, n in counts.items() if n > (1 if x in mine else 0))
                 side = (
                     f"path {', '.join(others)} takes {want} before {held}"
                     if others
@@ -311,11 +383,11 @@ class Explainer:
 
     def timeout(self, entry: Entry, show_literals: bool) -> Case:
         st = entry.statement
-        reading = read(st) if st else Reading(error="the log has no statement")
+        reading = self.read(st)
         if reading.advisory:
             ref = self.advisory(None, "", reading)
         else:
-            ref = self.relation(reading, entry.message)
+            ref = self.relation(reading, entry.message, _timeout_relation(entry))
         shown = st if show_literals else masked(st)
         p = Process("P1", entry.pid, ref, None, st, shown)
         p.takers = self.takers(None, ref)
@@ -356,4 +428,23 @@ def _context_statement(context: str) -> str | None:
         end = line.rfind('"')
         if at >= 0 and end > at + len(marker):
             return line[at + len(marker) : end]
+    return None
+
+
+def _qualified(rel: RelationLock) -> str:
+    return f"{rel.schema + '.' if rel.schema else ''}{rel.table}"
+
+
+def _timeout_relation(entry: Entry) -> str | None:
+    """The relation a lock timeout or NOWAIT failure names: its CONTEXT, or the message
+    (`could not obtain lock on row in relation "accounts"`)."""
+    named = context_relation(entry.context) if entry.context else None
+    if named is not None:
+        return named
+    for start in (
+        'could not obtain lock on row in relation "',
+        'could not obtain lock on relation "',
+    ):
+        if entry.message.startswith(start) and entry.message.endswith('"'):
+            return entry.message[len(start) : -1].replace('""', '"')
     return None

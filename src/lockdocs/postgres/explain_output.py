@@ -1,29 +1,58 @@
-"""`lockdocs explain`: read a log, explain each case, and write text, JSON or Markdown."""
+"""`lockdocs explain`: read a log, explain each case, and write text, JSON or Markdown.
+
+The log is read in one pass (`serverlog.LogReader`); only its lock reports are kept. What the
+reader could not read is listed with its line, and makes the run unclean: a deadlock there
+would otherwise pass unseen.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from lockdocs import model as m
-from lockdocs.diagnostics import Diagnostic
+from lockdocs.diagnostics import Diagnostic, printable
 from lockdocs.postgres.cases import Case, group
 from lockdocs.postgres.explain import Explainer
-from lockdocs.postgres.serverlog import entries, lock_reports
+from lockdocs.postgres.serverlog import Entry, Problem, entries, is_lock_report
 from lockdocs.render.escape import code
 from lockdocs.rules.context import Context
+
+
+@dataclass
+class Explained:
+    """The cases of a log, and what of it could not be read."""
+
+    cases: list[Case]
+    problems: list[Problem] = field(default_factory=list)
+    dropped: int = 0  # problems beyond those listed
+
+    @property
+    def clean(self) -> bool:
+        return not self.problems and all(c.verdict in ("reported", "timeout") for c in self.cases)
+
+    def __iter__(self) -> Any:
+        return iter(self.cases)
+
+    def __len__(self) -> int:
+        return len(self.cases)
 
 
 def explain(
     model: m.Model,
     diagnostics: list[Diagnostic],
-    text: str,
+    log: str | Iterable[Entry],
     log_format: str = "auto",
     show_literals: bool = False,
-) -> list[Case]:
+) -> Explained:
+    """Every lock report of `log` (a text, or the entries of a streaming reader), explained
+    and grouped."""
     explainer = Explainer(model, diagnostics, Context(model).all_events)
-    cases = [explainer.case(e, show_literals) for e in lock_reports(entries(text, log_format))]
-    return group(cases)
+    found = entries(log, log_format) if isinstance(log, str) else log
+    cases = [explainer.case(e, show_literals) for e in found if is_lock_report(e)]
+    return Explained(group(cases))
 
 
 def _times(c: Case) -> str:
@@ -36,7 +65,8 @@ def _lock(ref_locks: tuple[str, ...]) -> str:
     return " or ".join(ref_locks) if ref_locks else "an undeclared lock"
 
 
-def text(cases: list[Case], source: str) -> str:
+def text(result: Explained, source: str) -> str:
+    cases = result.cases
     lines: list[str] = []
     for c in cases:
         lines.append(f"{source}: {c.kind} ({c.sqlstate}), {_times(c)}")
@@ -47,7 +77,7 @@ def text(cases: list[Case], source: str) -> str:
             lines.append(f"     Postgres: {p.wants.postgres}")
             lines.append(f"     decoded from {p.wants.how}")
             if p.masked:
-                lines.append(f"     statement: {p.masked}".replace("\n", "\n       "))
+                lines.append(f"     statement: {p.masked}")
             if p.takers:
                 lines.append("     declared takes: " + "; ".join(_taker(t) for t in p.takers))
             else:
@@ -56,15 +86,29 @@ def text(cases: list[Case], source: str) -> str:
                 lines.append("     taken by: " + "; ".join(p.declared_takers))
         lines.extend(f"  => {s}" for s in c.says)
         lines.append("")
+    lines.extend(_unread(result))
     verdicts: dict[str, int] = {}
     for c in cases:
         verdicts[c.verdict] = verdicts.get(c.verdict, 0) + len(c.lines)
     summary = ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items()))
+    unread = len(result.problems) + result.dropped
     lines.append(
         f"{sum(len(c.lines) for c in cases)} lock errors in {len(cases)} kinds"
         + (f": {summary}" if summary else "")
+        + (f"; {unread} part{'s' if unread != 1 else ''} of the log not read" if unread else "")
     )
-    return "\n".join(lines) + "\n"
+    # Statements and names come from the log: a terminal shows their control characters
+    # as escapes, never as commands.
+    return "\n".join(printable(line) for line in lines) + "\n"
+
+
+def _unread(result: Explained) -> list[str]:
+    out = [f"{p.source}:{p.line}: not read: {p.message}" for p in result.problems]
+    if result.dropped:
+        out.append(f"... and {result.dropped} more parts not read")
+    if out:
+        out.append("")
+    return out
 
 
 def _taker(t: Any) -> str:
@@ -72,7 +116,8 @@ def _taker(t: Any) -> str:
     return f"{t.path} at {t.location}{via}"
 
 
-def markdown(cases: list[Case], source: str) -> str:
+def markdown(result: Explained, source: str) -> str:
+    cases = result.cases
     lines = [f"## Lock errors in {code(source)}", ""]
     if not cases:
         lines.append("No deadlock or lock timeout in this log.")
@@ -90,16 +135,20 @@ def markdown(cases: list[Case], source: str) -> str:
                 code(" ".join(p.masked.split())) if p.masked else "",
                 "<br>".join(_taker(t) for t in p.takers) or "none",
             ]
-            lines.append("| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |")
+            lines.append("| " + " | ".join(printable(x).replace("|", "\\|") for x in cells) + " |")
         lines.append("")
-        lines.extend(f"- {s}" for s in c.says)
+        lines.extend(f"- {printable(s)}" for s in c.says)
         lines.append("")
+    lines.extend(f"- not read: {printable(x)}" for x in _unread(result) if x)
     return "\n".join(lines).rstrip() + "\n"
 
 
-def as_json(cases: list[Case], source: str) -> str:
+def as_json(result: Explained, source: str) -> str:
+    cases = result.cases
     doc = {
         "source": source,
+        "unread": [{"file": p.source, "line": p.line, "why": p.message} for p in result.problems],
+        "unread_more": result.dropped,
         "cases": [
             {
                 "kind": c.kind,

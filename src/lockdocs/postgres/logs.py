@@ -84,7 +84,7 @@ class LockTag:
 def parse_tag(text: str) -> LockTag:
     for kind, pattern in _TAGS:
         hit = pattern.match(text)
-        if hit:
+        if hit and all(len(g) < 21 for g in hit.groups()):
             return LockTag(kind, tuple(int(g) for g in hit.groups()), text)
     return LockTag("unknown", (), text)
 
@@ -105,28 +105,46 @@ class DeadlockDetail:
 
 def parse_detail(detail: str) -> DeadlockDetail:
     """A deadlock report's DETAIL: the wait lines, then (server log only) each process's
-    statement, which may run over several lines."""
+    statement, which may run over several lines. Linear in the DETAIL's length: a report of
+    20,000 processes is read in one pass."""
     waits: list[Wait] = []
-    statements: list[list[object]] = []
+    pids: set[int] = set()
+    statements: list[tuple[int, list[str]]] = []
     for raw in detail.split("\n"):
         line = raw[1:] if raw.startswith("\t") else raw
-        hit = _WAIT.match(line)
-        if hit and not statements:
-            waits.append(
-                Wait(
-                    int(hit["pid"]),
-                    hit["mode"],
-                    parse_tag(hit["tag"]),
-                    int(hit["blocker"]),
+        hit = _WAIT.match(line) if not statements else None
+        if hit:
+            try:
+                wait = Wait(
+                    int(hit["pid"]), hit["mode"], parse_tag(hit["tag"]), int(hit["blocker"])
                 )
-            )
+            except ValueError:  # a number too long to be a process id or a tag field
+                continue
+            waits.append(wait)
+            pids.add(wait.pid)
             continue
         st = _STATEMENT.match(line)
-        if st and (int(st["pid"]) in {w.pid for w in waits}):
-            statements.append([int(st["pid"]), st["sql"]])
+        if st and len(st["pid"]) < 12 and int(st["pid"]) in pids:
+            statements.append((int(st["pid"]), [st["sql"]]))
         elif statements:
-            statements[-1][1] = f"{statements[-1][1]}\n{line}"
-    return DeadlockDetail(tuple(waits), tuple((int(str(p)), str(s)) for p, s in statements))
+            statements[-1][1].append(line)
+    return DeadlockDetail(tuple(waits), tuple((p, "\n".join(s)) for p, s in statements))
+
+
+_RELATION_CONTEXT = re.compile(
+    r"^while (?:updating|locking|deleting|inserting index|checking uniqueness of|rechecking "
+    r'updated|rechecking) tuple(?: \(\d+,\d+\))? in (?:relation|index) "(?P<rel>(?:[^"]|"")+)"'
+)
+
+
+def context_relation(context: str) -> str | None:
+    """The relation a row wait is on, as the report's CONTEXT names it (heapam's and
+    nbtinsert's "while updating tuple (12,7) in relation \"accounts\"", unqualified)."""
+    for line in context.split("\n"):
+        hit = _RELATION_CONTEXT.match(line.strip())
+        if hit:
+            return hit["rel"].replace('""', '"')
+    return None
 
 
 def advisory_tag_of(values: tuple[int, ...]) -> tuple[int, int, int]:

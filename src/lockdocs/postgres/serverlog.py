@@ -1,24 +1,32 @@
-"""PostgreSQL server logs -> the deadlock and lock-timeout reports in them.
+"""PostgreSQL server logs, read in one streaming pass: every logged message as an `Entry`.
 
-Three formats: stderr (the default, with any log_line_prefix), csvlog and jsonlog. A report is
-one ERROR with its DETAIL, HINT, CONTEXT and STATEMENT. In the stderr format each of those is
-a line of its own, `<prefix>LEVEL:  text`, continued on lines that begin with a tab; the level
-words are found after whatever the prefix printed (they are the server's English words:
-lc_messages must be C or en).
+Three formats: stderr (the default, with any log_line_prefix), csvlog and jsonlog, told apart
+per file from its first line; a file may be gzip-compressed, and `-` reads stdin. `explain`
+and `observe` share this reader. A message is one entry with its DETAIL, HINT, CONTEXT and
+STATEMENT. In the stderr format each of those is a line of its own, `<prefix>LEVEL:  text`,
+continued on lines that begin with a tab; the level words are the server's English words
+(lc_messages must be C or en), and what the prefix carries (the process id, the session line
+number, the transaction ids) is read by `logprefix`.
+
+Nothing is held but the entry being read: memory does not grow with the log. An entry is at
+most `MAX_ENTRY` characters; what is longer, not UTF-8 or not a log line at all is counted
+as a `Problem` with its line, never a crash and never silence.
 """
 
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import json
-import re
+import sys
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
 
-LEVELS = "DEBUG5|DEBUG4|DEBUG3|DEBUG2|DEBUG1|LOG|INFO|NOTICE|WARNING|ERROR|FATAL|PANIC"
-FIELDS = "DETAIL|HINT|QUERY|CONTEXT|LOCATION|STATEMENT"
-_LINE = re.compile(rf"(?P<level>{LEVELS}|{FIELDS}):  (?P<text>.*)$")
+from lockdocs.postgres.logprefix import FIELDS, LEVELS, Prefix, Values, detect, level_at, loose
 
 DEADLOCK = "40P01"
 LOCK_NOT_AVAILABLE = "55P03"
@@ -28,8 +36,17 @@ _MESSAGES = {
 }
 _NOWAIT = ("could not obtain lock on row in relation ", "could not obtain lock on relation ")
 
+# The longest entry (and line) lockdocs reads: a statement of a few MB is ordinary, a field
+# this long is not; the rest of it is skipped and the entry marked as cut.
+MAX_ENTRY = 32 * 1024 * 1024
+MAX_PROBLEMS = 100  # kept with their lines; the rest are only counted
+_DETECT_LINES = 200
+_GZIP = b"\x1f\x8b"
 
-@dataclass
+FORMATS = ("stderr", "csvlog", "jsonlog")
+
+
+@dataclass(slots=True)
 class Entry:
     """One logged message with its fields, as every format gives them."""
 
@@ -42,8 +59,16 @@ class Entry:
     statement: str = ""
     pid: int | None = None
     time: str = ""
-    line: int = 0  # where it starts in the file (1-based)
-    fields: dict[str, str] = field(default_factory=dict)
+    line: int = 0  # where it starts in its file (1-based)
+    session: str = ""  # the session id (%c), "" when the log does not carry it
+    session_line: int | None = None  # the session line number (%l)
+    vxid: str = ""  # the virtual transaction id (%v)
+    xid: str = ""  # the transaction id (%x)
+    application: str = ""
+    user: str = ""
+    database: str = ""
+    source: str = ""  # the file it is in, as the user named it
+    cut: bool = False  # longer than MAX_ENTRY: the rest of it was not read
 
     @property
     def state(self) -> str:
@@ -57,68 +82,296 @@ class Entry:
         return ""
 
 
-def detect(text: str) -> str:
-    """stderr, csvlog or jsonlog, from the first line that is not blank."""
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        if line.lstrip().startswith("{"):
-            return "jsonlog"
+@dataclass(frozen=True)
+class Problem:
+    """A part of a log that was not read, and why."""
+
+    source: str
+    line: int
+    message: str
+
+
+class LogError(Exception):
+    """A log that cannot be read at all (a missing file, a bad --log-format): exit 2."""
+
+
+@dataclass(frozen=True)
+class LogFile:
+    """A log to read: a path, or stdin (`-`)."""
+
+    name: str  # as the user wrote it; findings name it so
+
+    def open(self) -> BinaryIO:
+        if self.name == "-":
+            return sys.stdin.buffer
         try:
-            row = next(csv.reader([line]))
-        except csv.Error:
-            return "stderr"
-        if len(row) >= 23 and row[11] in LEVELS.split("|"):
-            return "csvlog"
+            return Path(self.name).open("rb")
+        except OSError as exc:
+            raise LogError(f"cannot read {self.name}: {exc.strerror or exc}") from None
+
+    @property
+    def shown(self) -> str:
+        return "<stdin>" if self.name == "-" else self.name
+
+
+@dataclass
+class LogReader:
+    """Reads logs one after another, in one pass; `problems` says what it could not read."""
+
+    files: list[LogFile]
+    fmt: str = "auto"
+    prefix: str | None = None  # log_line_prefix, when the user gives it
+    problems: list[Problem] = field(default_factory=list)
+    dropped: int = 0  # problems beyond MAX_PROBLEMS, only counted
+    formats: dict[str, str] = field(default_factory=dict)  # file -> the format read
+    prefixes: dict[str, Prefix | None] = field(default_factory=dict)  # stderr files
+    unmatched: dict[str, int] = field(default_factory=dict)  # stderr lines the prefix misread
+
+    def problem(self, source: str, line: int, message: str) -> None:
+        if len(self.problems) < MAX_PROBLEMS:
+            self.problems.append(Problem(source, line, message))
+        else:
+            self.dropped += 1
+
+    def entries(self) -> Iterator[Entry]:
+        for f in self.files:
+            fh = f.open()
+            try:
+                yield from self._file(f.shown, fh)
+            finally:
+                if fh is not sys.stdin.buffer:
+                    fh.close()
+
+    def _file(self, name: str, fh: BinaryIO) -> Iterator[Entry]:
+        stream: BinaryIO = fh
+        head = _peek(fh, 2)
+        if head == _GZIP:
+            stream = gzip.GzipFile(fileobj=fh, mode="rb")  # type: ignore[assignment]
+        lines = _Lines(stream, name, self)
+        first = lines.lookahead(_DETECT_LINES)
+        fmt = self.fmt if self.fmt != "auto" else detect_format(first)
+        self.formats[name] = fmt
+        if fmt == "csvlog":
+            yield from _csvlog(lines, name, self)
+        elif fmt == "jsonlog":
+            yield from _jsonlog(lines, name, self)
+        else:
+            if self.prefix is not None:
+                prefix: Prefix | None = Prefix(self.prefix)
+            else:
+                prefix = detect(text for _, text in first)
+            self.prefixes[name] = prefix
+            yield from _stderr(lines, name, self, prefix)
+
+
+def _peek(fh: BinaryIO, n: int) -> bytes:
+    peek = getattr(fh, "peek", None)
+    if peek is not None:
+        try:
+            return bytes(peek(n)[:n])
+        except (OSError, ValueError):
+            return b""
+    return b""
+
+
+class _Lines:
+    """The lines of a byte stream as (number, text): split on newline only, decoded as UTF-8
+    (a bad byte becomes U+FFFD), each at most MAX_ENTRY bytes (a longer one is cut there, and
+    said). A damaged gzip stream ends the file, and is said."""
+
+    def __init__(self, stream: BinaryIO, name: str, reader: LogReader) -> None:
+        self.stream = stream
+        self.name = name
+        self.reader = reader
+        self.n = 0
+        self.ahead: list[tuple[int, str]] = []
+
+    def lookahead(self, count: int) -> list[tuple[int, str]]:
+        while len(self.ahead) < count:
+            nxt = self._next()
+            if nxt is None:
+                break
+            self.ahead.append(nxt)
+        return list(self.ahead)
+
+    def _next(self) -> tuple[int, str] | None:
+        try:
+            raw = self.stream.readline(MAX_ENTRY)
+            if not raw:
+                return None
+            self.n += 1
+            if len(raw) >= MAX_ENTRY and not raw.endswith(b"\n"):
+                while True:  # skip the rest of the line
+                    more = self.stream.readline(MAX_ENTRY)
+                    if not more or more.endswith(b"\n"):
+                        break
+                self.reader.problem(
+                    self.name, self.n, f"a line over {MAX_ENTRY // (1024 * 1024)} MiB; cut there"
+                )
+        except (OSError, EOFError, zlib.error) as exc:
+            self.reader.problem(self.name, self.n + 1, f"the file cannot be read past here: {exc}")
+            return None
+        return self.n, raw.decode("utf-8", "replace").removesuffix("\n").removesuffix("\r")
+
+    def __iter__(self) -> Iterator[tuple[int, str]]:
+        ahead, self.ahead = self.ahead, []
+        yield from ahead
+        while True:
+            nxt = self._next()
+            if nxt is None:
+                return
+            yield nxt
+
+
+def detect_format(first: Iterable[tuple[int, str]]) -> str:
+    """stderr, csvlog or jsonlog, from the first record that is not blank (a csvlog record
+    runs over several lines when a field holds a newline)."""
+    lines = [text for _, text in first]
+    start = next((i for i, text in enumerate(lines) if text.strip()), None)
+    if start is None:
         return "stderr"
+    if lines[start].lstrip().startswith("{"):
+        return "jsonlog"
+    _csv_limit()
+    try:
+        row = next(csv.reader(text + "\n" for text in lines[start:]))
+    except (csv.Error, StopIteration):
+        return "stderr"
+    if len(row) >= 23 and row[11] in LEVELS:
+        return "csvlog"
     return "stderr"
 
 
-def _stderr(text: str) -> Iterator[Entry]:
-    current: Entry | None = None
-    last = ""
-    for n, raw in enumerate(text.split("\n"), 1):
-        if raw.startswith("\t") and current is not None and last:
-            value = current.fields[last] + "\n" + raw[1:]
-            current.fields[last] = value
-            continue
-        hit = _LINE.search(raw)
-        if hit is None:
-            last = ""
-            continue
-        level, body = hit["level"], hit["text"]
-        if level in FIELDS.split("|"):
+def _csv_limit() -> None:
+    """A csvlog field is as long as the statement it holds: far over the csv module's 128 KiB
+    default (which made a deadlock with a long statement pass unseen). Raised, never lowered."""
+    csv.field_size_limit(max(csv.field_size_limit(), MAX_ENTRY))
+
+
+def _int(text: object, digits: int = 11) -> int | None:
+    """A process id or line number as logged: ASCII digits only (never '²'), not too long."""
+    if isinstance(text, bool):
+        return None
+    if isinstance(text, int):
+        return text if 0 <= text < 10**digits else None
+    s = str(text)
+    return int(s) if s and len(s) <= digits and s.isascii() and s.isdigit() else None
+
+
+class _Building:
+    """A stderr entry being read: its fields as lists of lines, joined once at the end."""
+
+    __slots__ = ("cut", "fields", "last", "line", "severity", "size", "values")
+
+    def __init__(self, severity: str, line: int, values: Values, text: str) -> None:
+        self.severity = severity
+        self.line = line
+        self.values = values
+        self.fields: dict[str, list[str]] = {"MESSAGE": [text]}
+        self.last: list[str] | None = self.fields["MESSAGE"]
+        self.size = len(text)
+        self.cut = False
+
+    def add(self, text: str) -> None:
+        if self.last is None:
+            return
+        self.size += len(text) + 1
+        if self.size > MAX_ENTRY:
+            self.cut = True
+            return
+        self.last.append(text)
+
+    def start(self, name: str, text: str) -> None:
+        self.fields[name] = [text]
+        self.last = self.fields[name]
+        self.size += len(text)
+
+    def finish(self, source: str) -> Entry:
+        f = {k: "\n".join(v) for k, v in self.fields.items()}
+        v = self.values
+        return Entry(
+            self.severity,
+            f["MESSAGE"],
+            detail=f.get("DETAIL", ""),
+            hint=f.get("HINT", ""),
+            context=f.get("CONTEXT", ""),
+            statement=f.get("STATEMENT", ""),
+            pid=v.pid,
+            line=self.line,
+            session=v.session,
+            session_line=v.session_line,
+            vxid=v.vxid,
+            xid=v.xid,
+            application=v.application,
+            user=v.user,
+            database=v.database,
+            source=source,
+            cut=self.cut,
+        )
+
+
+def _stderr(lines: _Lines, name: str, reader: LogReader, prefix: Prefix | None) -> Iterator[Entry]:
+    current: _Building | None = None
+    misread = 0
+    for n, raw in lines:
+        if raw.startswith("\t"):
             if current is not None:
-                current.fields[level] = body
-                last = level
+                current.add(raw[1:])
+            continue
+        hit = level_at(raw)
+        if hit is None:
+            if current is not None:
+                current.last = None  # a foreign line ends what a tab may continue
+            continue
+        word = hit["level"]
+        body = raw[hit.end() :]
+        if word in FIELDS:
+            if current is not None:
+                current.start(word, body)
             continue
         if current is not None:
-            yield _finish(current)
-        prefix = raw[: hit.start()]
-        pid = re.search(r"\[(\d+)\]", prefix)
-        current = Entry(level, "", pid=int(pid[1]) if pid else None, line=n)
-        current.fields["MESSAGE"] = body
-        current.fields["PREFIX"] = prefix
-        last = "MESSAGE"
+            yield current.finish(name)
+        values = prefix.read(raw, hit.start()) if prefix is not None else None
+        if values is None:
+            if prefix is not None:
+                misread += 1
+            values = loose(raw[: hit.start()])
+        current = _Building(word, n, values, body)
     if current is not None:
-        yield _finish(current)
+        yield current.finish(name)
+    if misread:
+        reader.unmatched[name] = reader.unmatched.get(name, 0) + misread
 
 
-def _finish(e: Entry) -> Entry:
-    f = e.fields
-    e.message = f.get("MESSAGE", "")
-    e.detail = f.get("DETAIL", "")
-    e.hint = f.get("HINT", "")
-    e.context = f.get("CONTEXT", "")
-    e.statement = f.get("STATEMENT", "")
-    e.time = f.get("PREFIX", "").strip()
-    return e
+def _csv_rows(lines: _Lines, name: str, reader: LogReader) -> Iterator[tuple[int, list[str]]]:
+    _csv_limit()
+    starts: list[int] = []
+
+    def feed() -> Iterator[str]:
+        for n, text in lines:
+            starts.append(n)
+            yield text + "\n"
+
+    rows = csv.reader(feed())
+    while True:
+        try:
+            row = next(rows)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            reader.problem(name, starts[0] if starts else lines.n, f"not a csvlog record ({exc})")
+            starts.clear()
+            continue
+        line = starts[0] if starts else lines.n
+        starts.clear()
+        yield line, row
 
 
-def _csvlog(text: str) -> Iterator[Entry]:
-    reader = csv.reader(io.StringIO(text))
-    for row in reader:
+def _csvlog(lines: _Lines, name: str, reader: LogReader) -> Iterator[Entry]:
+    for line, row in _csv_rows(lines, name, reader):
         if len(row) < 23:
+            if any(x.strip() for x in row):
+                reader.problem(name, line, f"not a csvlog record ({len(row)} fields, not 23+)")
             continue
         yield Entry(
             severity=row[11],
@@ -128,45 +381,73 @@ def _csvlog(text: str) -> Iterator[Entry]:
             hint=row[15],
             context=row[18],
             statement=row[19],
-            pid=int(row[3]) if row[3].isdigit() else None,
+            pid=_int(row[3]),
             time=row[0],
-            line=reader.line_num,
+            line=line,
+            session=row[5],
+            session_line=_int(row[6], 18),
+            vxid=row[9],
+            xid=row[10],
+            application=row[22],
+            user=row[1],
+            database=row[2],
+            source=name,
         )
 
 
-def _jsonlog(text: str) -> Iterator[Entry]:
-    for n, line in enumerate(text.splitlines(), 1):
+def _text(doc: dict[str, object], key: str) -> str:
+    value = doc.get(key, "")
+    return value if isinstance(value, str) else "" if value is None else str(value)
+
+
+def _jsonlog(lines: _Lines, name: str, reader: LogReader) -> Iterator[Entry]:
+    for n, line in lines:
         if not line.strip():
             continue
         try:
             doc = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError) as exc:
+            reader.problem(name, n, f"not a jsonlog record ({str(exc)[:80]})")
             continue
         if not isinstance(doc, dict):
+            reader.problem(name, n, "not a jsonlog record (not an object)")
             continue
-        pid = doc.get("pid")
-        yield Entry(
-            severity=str(doc.get("error_severity", "")),
-            message=str(doc.get("message", "")),
-            sqlstate=str(doc.get("state_code", "")),
-            detail=str(doc.get("detail", "")),
-            hint=str(doc.get("hint", "")),
-            context=str(doc.get("context", "")),
-            statement=str(doc.get("statement", "")),
-            pid=pid if isinstance(pid, int) else None,
-            time=str(doc.get("timestamp", "")),
-            line=n,
-        )
+        try:
+            yield Entry(
+                severity=_text(doc, "error_severity"),
+                message=_text(doc, "message"),
+                sqlstate=_text(doc, "state_code"),
+                detail=_text(doc, "detail"),
+                hint=_text(doc, "hint"),
+                context=_text(doc, "context"),
+                statement=_text(doc, "statement"),
+                pid=_int(doc.get("pid")),
+                time=_text(doc, "timestamp"),
+                line=n,
+                session=_text(doc, "session_id"),
+                session_line=_int(doc.get("line_num"), 18),
+                vxid=_text(doc, "vxid"),
+                xid=_text(doc, "txid"),
+                application=_text(doc, "application_name"),
+                user=_text(doc, "user"),
+                database=_text(doc, "dbname"),
+                source=name,
+            )
+        except (ValueError, RecursionError) as exc:  # str() of a 4,300-digit number, say
+            reader.problem(name, n, f"not a jsonlog record ({str(exc)[:80]})")
 
 
-READERS = {"stderr": _stderr, "csvlog": _csvlog, "jsonlog": _jsonlog}
-
-
-def entries(text: str, fmt: str = "auto") -> Iterator[Entry]:
-    reader = READERS[detect(text) if fmt == "auto" else fmt]
-    yield from reader(text)
+def entries(text: str, fmt: str = "auto", name: str = "<log>") -> Iterator[Entry]:
+    """The entries of a log held in memory (tests, small logs)."""
+    reader = LogReader([], fmt)
+    fh = io.BufferedReader(io.BytesIO(text.encode("utf-8", "surrogateescape")))
+    yield from reader._file(name, fh)
 
 
 def lock_reports(found: Iterable[Entry]) -> list[Entry]:
     """The deadlock and lock-not-available errors, in log order."""
-    return [e for e in found if e.severity == "ERROR" and e.state in (DEADLOCK, LOCK_NOT_AVAILABLE)]
+    return [e for e in found if is_lock_report(e)]
+
+
+def is_lock_report(e: Entry) -> bool:
+    return e.severity == "ERROR" and e.state in (DEADLOCK, LOCK_NOT_AVAILABLE)

@@ -1,22 +1,34 @@
 """What a logged statement locks, read with PostgreSQL's own parser (pglast), never by pattern.
 
-`read()` finds the advisory lock calls (their function, scope, mode and key expression) and the
-row or table locks (the table the statement names and the strength it asks for). `masked()`
-replaces the literals with $n, so statements that differ only in their values compare equal.
+`statements(text)` parses a logged query string (one statement or several sent as one) into
+`Statement`s: its transaction control (BEGIN, COMMIT, SAVEPOINT, ...), the locks its tree
+takes as the SQL scan finds them (`scan.tree.Walker`: locking clauses with OF, NOWAIT and SKIP
+LOCKED, the implicit row locks of UPDATE, DELETE and upserts, INSERTs for the foreign keys
+`references:` declares, LOCK TABLE and advisory calls) plus the table locks of DDL, and the
+functions it calls. An advisory call keeps its key's argument nodes, so `advisory(spec,
+params)` computes the key from the statement's literals and the parameters the log gives for
+an extended-protocol execution ($1 = '...'), with Postgres's exact hashes.
+
+`read()` is what `explain` uses: one statement's relations and advisory calls, flattened.
+`masked()` replaces the literals with $n, so statements that differ only in their values
+compare equal.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pglast import ast, visitors
 from pglast.parser import normalize
 
 from lockdocs import pghash, pgparse
+from lockdocs.scan.keyshape import func_name, unwrap
+from lockdocs.scan.tree import ADVISORY, Walker
 from lockdocs.schema.vocabulary import TABLE_MODES
 
-_STRENGTH = {1: "for key share", 2: "for share", 3: "for no key update", 4: "for update"}
+Node = dict[str, Any]
+MAX_KEY_TEXT = 1 << 20  # a key text longer than this is not hashed (nothing declares one)
 
 
 @dataclass(frozen=True)
@@ -49,9 +61,384 @@ class AdvisoryCall:
                 return pghash.bigint_to_tag(int(values[0] or 0))
             if len(values) == 2:
                 return pghash.int4pair_to_tag(int(values[0] or 0), int(values[1] or 0))
-        except ValueError:
+        except (ValueError, OverflowError):
             return None
         return None
+
+
+@dataclass(frozen=True)
+class LockSpec:
+    """One lock a statement takes, as its text says (the key of an advisory lock as nodes)."""
+
+    kind: str  # row | table | advisory | write (an UPDATE/INSERT whose row lock depends on keys)
+    table: str | None = None  # as written: schema.table or table
+    mode: str = ""
+    option: str | None = None  # nowait | skip locked
+    of: tuple[str, ...] = ()
+    how: str = ""  # what in the statement says so
+    implicit: str | None = None  # update | delete | upsert | insert
+    columns: tuple[str, ...] = ()  # the columns an UPDATE sets or an INSERT fills
+    order_by: tuple[str, ...] = ()  # a locking SELECT's ORDER BY columns
+    function: str | None = None  # advisory: as called
+    scope: str | None = None
+    try_: bool = False
+    args: tuple[Any, ...] = ()  # advisory: the key's argument nodes
+    offset: int = 0  # where in the text
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One statement of a logged query string."""
+
+    kind: str  # the parse node: SelectStmt, TransactionStmt, ...
+    control: str | None = None  # begin | commit | rollback | savepoint | release | rollback_to
+    # | prepare | commit_prepared | rollback_prepared, for transaction control
+    savepoint: str | None = None
+    chain: bool = False  # COMMIT AND CHAIN / ROLLBACK AND CHAIN
+    locks: tuple[LockSpec, ...] = ()
+    calls: tuple[str, ...] = ()  # the functions it calls (not the advisory ones)
+    literal_keys: bool = False  # an advisory key reads a literal of the text
+    start: int = 0
+    end: int = 0
+
+
+_CONTROL = {
+    "TRANS_STMT_BEGIN": "begin",
+    "TRANS_STMT_START": "begin",
+    "TRANS_STMT_COMMIT": "commit",
+    "TRANS_STMT_ROLLBACK": "rollback",
+    "TRANS_STMT_SAVEPOINT": "savepoint",
+    "TRANS_STMT_RELEASE": "release",
+    "TRANS_STMT_ROLLBACK_TO": "rollback_to",
+    "TRANS_STMT_PREPARE": "prepare",
+    "TRANS_STMT_COMMIT_PREPARED": "commit_prepared",
+    "TRANS_STMT_ROLLBACK_PREPARED": "rollback_prepared",
+}
+
+_STRENGTH_WORDS = {
+    "for key share": "FOR KEY SHARE",
+    "for share": "FOR SHARE",
+    "for no key update": "FOR NO KEY UPDATE",
+    "for update": "FOR UPDATE",
+}
+
+# The table lock DDL takes on the table it names, as PostgreSQL 15 takes it (tested on the
+# server in tests/test_pg_observe.py): node -> (mode, the words for it).
+_DDL = {
+    "TruncateStmt": ("access exclusive", "TRUNCATE"),
+    "RefreshMatViewStmt": ("access exclusive", "REFRESH MATERIALIZED VIEW"),
+    "ClusterStmt": ("access exclusive", "CLUSTER"),
+    "CreateTrigStmt": ("share row exclusive", "CREATE TRIGGER"),
+}
+_ALTER_WEAK = {
+    "AT_ValidateConstraint": "share update exclusive",
+    "AT_SetStatistics": "share update exclusive",
+    "AT_ClusterOn": "share update exclusive",
+    "AT_DropCluster": "share update exclusive",
+    "AT_SetRelOptions": "share update exclusive",
+    "AT_ResetRelOptions": "share update exclusive",
+}
+
+
+def _rel(node: Any) -> str | None:
+    kind, body = unwrap(node)
+    body = body if kind == "RangeVar" else node if isinstance(node, dict) else {}
+    name = body.get("relname")
+    if not name:
+        return None
+    schema = body.get("schemaname")
+    return f"{schema}.{name}" if schema else str(name)
+
+
+def _ddl(kind: str, body: Node) -> list[LockSpec]:
+    """The table locks of one DDL statement (none for what lockdocs does not know)."""
+    out: list[LockSpec] = []
+    if kind in _DDL:
+        mode, words = _DDL[kind]
+        if kind == "RefreshMatViewStmt" and body.get("concurrent"):
+            mode, words = "exclusive", "REFRESH MATERIALIZED VIEW CONCURRENTLY"
+        rels = body.get("relations") or [body.get("relation")]
+        for r in rels:
+            name = _rel(r)
+            if name:
+                out.append(LockSpec("table", name, mode, how=words))
+    elif kind == "AlterTableStmt" and body.get("objtype") == "OBJECT_TABLE":
+        name = _rel(body.get("relation"))
+        subtypes = [unwrap(c)[1].get("subtype", "") for c in body.get("cmds", [])]
+        weak = [_ALTER_WEAK.get(s) for s in subtypes]
+        if name and all(weak):
+            out.append(LockSpec("table", name, "share update exclusive", how="ALTER TABLE"))
+        elif name:
+            out.append(LockSpec("table", name, "access exclusive", how="ALTER TABLE"))
+    elif kind == "IndexStmt":
+        name = _rel(body.get("relation"))
+        if name:
+            concurrent = bool(body.get("concurrent"))
+            out.append(
+                LockSpec(
+                    "table",
+                    name,
+                    "share update exclusive" if concurrent else "share",
+                    how="CREATE INDEX CONCURRENTLY" if concurrent else "CREATE INDEX",
+                )
+            )
+    elif kind == "DropStmt" and body.get("removeType") == "OBJECT_TABLE":
+        for obj in body.get("objects", []):
+            items = unwrap(obj)[1].get("items", [])
+            names = [str(unwrap(i)[1].get("sval", "")) for i in items]
+            if names:
+                out.append(LockSpec("table", ".".join(names), "access exclusive", how="DROP TABLE"))
+    return out
+
+
+def _walk(root: Any) -> tuple[dict[int, Node], list[str], dict[int, tuple[str, ...]], bool]:
+    """One pass over a statement's tree: the advisory calls by location, the other functions
+    called, each locking SELECT's ORDER BY columns (by the location of its FROM tables), and
+    whether an advisory call's arguments hold a literal. Iterative: trees can be deep."""
+    advisory: dict[int, Node] = {}
+    calls: list[str] = []
+    order: dict[int, tuple[str, ...]] = {}
+    literal = False
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, in_key = stack.pop()
+        if isinstance(node, list):
+            stack.extend((x, in_key) for x in node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        if len(node) == 1:
+            ((kind, body),) = node.items()
+            if isinstance(body, dict) and kind[:1].isupper():
+                if kind == "FuncCall":
+                    name = func_name(body)
+                    if name.removeprefix("pg_catalog.") in ADVISORY:
+                        advisory[int(body.get("location", -1))] = body
+                        stack.extend((a, True) for a in body.get("args", []))
+                        continue
+                    calls.append(name)
+                elif kind == "A_Const" and in_key:
+                    literal = True
+                elif kind == "SelectStmt" and body.get("lockingClause") and body.get("sortClause"):
+                    cols = _order_columns(body["sortClause"])
+                    for item in body.get("fromClause", []):
+                        for loc in _range_locations(item):
+                            order[loc] = cols
+                stack.extend((v, in_key) for v in body.values() if isinstance(v, dict | list))
+                continue
+        stack.extend((v, in_key) for v in node.values() if isinstance(v, dict | list))
+    return advisory, calls, order, literal
+
+
+def _order_columns(sort: list[Any]) -> tuple[str, ...]:
+    out = []
+    for s in sort:
+        by = unwrap(s)[1]
+        kind, ref = unwrap(by.get("node"))
+        if kind != "ColumnRef":
+            return ()
+        fields = [unwrap(f)[1].get("sval") for f in ref.get("fields", [])]
+        if not fields or not fields[-1]:
+            return ()
+        desc = by.get("sortby_dir") == "SORTBY_DESC"
+        out.append(f"{'descending' if desc else 'ascending'} {fields[-1]}")
+    return tuple(out)
+
+
+def _range_locations(item: Any) -> list[int]:
+    kind, body = unwrap(item)
+    if kind == "RangeVar":
+        return [int(body.get("location", -1))]
+    if kind == "JoinExpr":
+        return _range_locations(body.get("larg")) + _range_locations(body.get("rarg"))
+    return []
+
+
+def _how(raw: Any) -> str:
+    if raw.kind == "advisory":
+        return f"{raw.function}(...)"
+    if raw.kind == "table":
+        return "LOCK TABLE"
+    if raw.implicit == "delete":
+        return "DELETE"
+    if raw.implicit in ("update", "upsert"):
+        return "UPDATE" if raw.implicit == "update" else "INSERT ... ON CONFLICT DO UPDATE"
+    if raw.implicit == "insert":
+        return "INSERT"
+    return f"SELECT ... {_STRENGTH_WORDS.get(raw.mode, raw.mode.upper())}"
+
+
+def _statement(stmt: Node, start: int, end: int) -> Statement:
+    kind, body = unwrap(stmt)
+    if kind == "TransactionStmt":
+        return Statement(
+            kind,
+            control=_CONTROL.get(str(body.get("kind"))),
+            savepoint=body.get("savepoint_name"),
+            chain=bool(body.get("chain")),
+            start=start,
+            end=end,
+        )
+    advisory, calls, order, literal = _walk(stmt)
+    walker = Walker(lambda offset: offset)
+    walker.node(stmt)
+    locks: list[LockSpec] = []
+    for raw in walker.out:
+        args: tuple[Any, ...] = ()
+        if raw.kind == "advisory":
+            args = tuple((advisory.get(raw.offset) or {}).get("args", ()))
+        locks.append(
+            LockSpec(
+                raw.kind,
+                raw.table,
+                raw.mode,
+                raw.option,
+                raw.of,
+                _how(raw),
+                raw.implicit,
+                raw.columns,
+                order.get(raw.offset, ()),
+                raw.function,
+                raw.scope,
+                raw.try_,
+                args,
+                raw.offset,
+            )
+        )
+    locks.extend(_ddl(kind, body))
+    return Statement(kind, None, None, False, tuple(locks), tuple(calls), literal, start, end)
+
+
+def statements(text: str) -> tuple[Statement, ...]:
+    """The statements of a logged query string; raises pgparse.ParseError when it does not
+    parse (cut off in the log, or not SQL). A long one is read on pgparse's deep stack."""
+    if len(text) < pgparse.SHORT:
+        return _statements(text)
+    return pgparse.deep(_statements, text)
+
+
+def _statements(text: str) -> tuple[Statement, ...]:
+    tree = pgparse.parse_json(text)
+    out = []
+    for raw in tree.get("stmts", []):
+        start = int(raw.get("stmt_location", 0))
+        length = raw.get("stmt_len")
+        end = start + int(length) if length else -1
+        out.append(_statement(raw.get("stmt", {}), start, end))
+    return tuple(out)
+
+
+# --- advisory keys ---------------------------------------------------------------------------
+
+_INT_TYPES = frozenset({"int2", "int4", "int8", "integer", "bigint", "smallint", "oid"})
+
+
+def _type_name(node: Node) -> str:
+    names = [unwrap(n)[1].get("sval", "") for n in (node.get("typeName") or {}).get("names", [])]
+    return str(names[-1]) if names else ""
+
+
+def _value(node: Any, params: Sequence[str | None]) -> object:
+    """A literal, a parameter (its logged text) or a cast of one; None when not known."""
+    kind, body = unwrap(node)
+    if kind == "TypeCast":
+        inner = _value(body.get("arg"), params)
+        if _type_name(body) in _INT_TYPES:
+            return _as_int(inner)
+        return inner
+    if kind == "A_Const" and not body.get("isnull"):
+        if "ival" in body:
+            return int(body["ival"].get("ival", 0))
+        if "sval" in body:
+            return str(body["sval"].get("sval", ""))
+        if "fval" in body:
+            return _as_int(str(body["fval"].get("fval", "")))
+        return None
+    if kind == "ParamRef":
+        n = int(body.get("number", 0))
+        return params[n - 1] if 0 < n <= len(params) else None
+    if kind == "A_Expr" and body.get("kind") == "AEXPR_OP" and "lexpr" not in body:
+        op = [unwrap(n)[1].get("sval") for n in body.get("name", [])]
+        inner = _as_int(_value(body.get("rexpr"), params))
+        return -inner if op == ["-"] and inner is not None else None
+    return None
+
+
+def _as_int(v: object) -> int | None:
+    if isinstance(v, int):
+        return v
+    if isinstance(v, str):
+        s = v.strip()
+        digits = s.lstrip("+-")
+        if digits and len(digits) <= 20 and digits.isascii() and digits.isdigit():
+            return int(s)
+    return None
+
+
+def _text(node: Any, params: Sequence[str | None]) -> tuple[str | None, str | None]:
+    """(whole text, the known text it starts with) of a text expression."""
+    kind, body = unwrap(node)
+    if kind == "A_Expr" and [unwrap(n)[1].get("sval") for n in body.get("name", [])] == ["||"]:
+        left, left_prefix = _text(body.get("lexpr"), params)
+        right, _ = _text(body.get("rexpr"), params)
+        if left is not None and right is not None:
+            return left + right, left + right
+        return None, left if left is not None else left_prefix
+    if kind == "FuncCall" and func_name(body) in ("concat", "pg_catalog.concat"):
+        whole: list[str] = []
+        for arg in body.get("args", []):
+            t, _ = _text(arg, params)
+            if t is None:
+                return None, "".join(whole) or None
+            whole.append(t)
+        return "".join(whole), "".join(whole)
+    v = _value(node, params)
+    if isinstance(v, int) and not isinstance(v, bool):
+        return str(v), str(v)
+    if isinstance(v, str):
+        return v, v
+    return None, None
+
+
+def _part(node: Any, params: Sequence[str | None]) -> KeyPart:
+    kind, body = unwrap(node)
+    while kind == "TypeCast":
+        cast_kind, cast_body = unwrap(body.get("arg"))
+        if cast_kind != "FuncCall":
+            break
+        kind, body = cast_kind, cast_body
+    if kind == "FuncCall" and func_name(body).removeprefix("pg_catalog.") in (
+        "hashtext",
+        "hashtextextended",
+    ):
+        fn = func_name(body).removeprefix("pg_catalog.")
+        args = body.get("args", [])
+        text, prefix = _text(args[0], params) if args else (None, None)
+        seed = _as_int(_value(args[1], params)) if len(args) > 1 else 0
+        value = None
+        if text is not None and "\x00" not in text and len(text) <= MAX_KEY_TEXT:
+            if fn == "hashtext":
+                value = pghash.hashtext(text)
+            elif seed is not None:
+                value = pghash.hashtextextended(text, seed)
+        return KeyPart(value, fn, text, prefix, seed or 0)
+    n = _as_int(_value(node, params))
+    return KeyPart(value=n if n is not None and -(1 << 63) <= n < (1 << 63) else None)
+
+
+def advisory(spec: LockSpec, params: Sequence[str | None] = ()) -> AdvisoryCall:
+    """An advisory lock spec with its key computed from literals and parameters."""
+    name = (spec.function or "").removeprefix("pg_catalog.")
+    return AdvisoryCall(
+        name,
+        spec.scope or "session",
+        spec.mode or "exclusive",
+        tuple(_part(a, params) for a in spec.args),
+        spec.try_,
+    )
+
+
+# --- explain's reading of one statement --------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -69,175 +456,57 @@ class Reading:
     relations: tuple[RelationLock, ...] = ()
     error: str = ""  # the statement did not parse (cut off in the log, say)
     notes: tuple[str, ...] = field(default=())
+    statements: int = 0  # how many statements the text holds
 
 
-def _const(node: Any) -> object:
-    if isinstance(node, ast.TypeCast):
-        return _const(node.arg)
-    if isinstance(node, ast.A_Const) and not node.isnull:
-        v = node.val
-        if isinstance(v, ast.Integer):
-            return int(v.ival or 0)
-        if isinstance(v, ast.String):
-            return str(v.sval)
-        if isinstance(v, ast.Float):
-            try:
-                return int(str(v.fval))
-            except ValueError:
-                return None
-    if isinstance(node, ast.A_Expr) and node.lexpr is None and _op(node) == "-":
-        inner = _const(node.rexpr)
-        return -inner if isinstance(inner, int) else None
-    return None
+def _split(table: str) -> tuple[str | None, str]:
+    schema, _, name = table.rpartition(".")
+    return schema or None, name
 
 
-def _op(node: Any) -> str:
-    names = getattr(node, "name", None) or ()
-    return str(names[-1].sval) if names else ""
-
-
-def _text(node: Any) -> tuple[str | None, str | None]:
-    """(whole literal text, literal prefix) of a text expression."""
-
-    c = _const(node)
-    if isinstance(c, str):
-        return c, c
-    if isinstance(node, ast.A_Expr) and _op(node) == "||":
-        left_all, left_prefix = _text(node.lexpr)
-        right_all, _ = _text(node.rexpr)
-        if left_all is not None and right_all is not None:
-            return left_all + right_all, left_all + right_all
-        return None, left_all if left_all is not None else left_prefix
-    if isinstance(node, ast.FuncCall) and _name(node) == "concat" and node.args:
-        whole: list[str] = []
-        for arg in node.args:
-            text, _ = _text(arg)
-            if text is None:
-                return None, "".join(whole) or None
-            whole.append(text)
-        return "".join(whole), "".join(whole)
-    return None, None
-
-
-def _name(node: Any) -> str:
-    return str(node.funcname[-1].sval) if node.funcname else ""
-
-
-def _part(node: Any) -> KeyPart:
-    c = _const(node)
-    if isinstance(c, int):
-        return KeyPart(value=c)
-    if isinstance(node, ast.FuncCall) and _name(node) in ("hashtext", "hashtextextended"):
-        fn = _name(node)
-        args = node.args or ()
-        text, prefix = _text(args[0]) if args else (None, None)
-        seed = _const(args[1]) if len(args) > 1 else 0
-        seed = seed if isinstance(seed, int) else 0
-        value = None
-        if text is not None and "\x00" not in text:
-            value = (
-                pghash.hashtext(text) if fn == "hashtext" else pghash.hashtextextended(text, seed)
-            )
-        return KeyPart(value, fn, text, prefix, seed)
-    return KeyPart()
-
-
-def _advisory(node: Any) -> AdvisoryCall | None:
-    name = _name(node)
-    if not name.startswith(("pg_advisory_", "pg_try_advisory_")) or "unlock" in name:
+def _relation(spec: LockSpec) -> RelationLock | None:
+    if spec.table is None or spec.kind == "advisory":
         return None
-    tries = name.startswith("pg_try_")
-    return AdvisoryCall(
-        name,
-        "transaction" if "_xact_" in name else "session",
-        "shared" if name.endswith("_shared") else "exclusive",
-        tuple(_part(a) for a in node.args or ()),
-        tries,
-    )
+    schema, name = _split(spec.table)
+    if spec.implicit in ("update", "upsert"):
+        return RelationLock(
+            schema,
+            name,
+            "for no key update",
+            "row",
+            "UPDATE (FOR NO KEY UPDATE, or FOR UPDATE when it changes a key column)",
+        )
+    if spec.implicit == "insert":
+        return RelationLock(
+            schema,
+            name,
+            "for key share",
+            "foreign key",
+            "INSERT (its foreign-key checks lock the referenced rows FOR KEY SHARE)",
+        )
+    if spec.kind == "table":
+        mode = spec.mode if spec.mode in TABLE_MODES else ""
+        return RelationLock(schema, name, mode, "table", spec.how)
+    return RelationLock(schema, name, spec.mode, "row", spec.how)
 
 
 def read(statement: str) -> Reading:
-    """What one logged statement locks; a long one is read on pgparse's deep stack, since the
-    visitor below walks the tree recursively."""
+    """What one logged statement locks (its literals as the keys' values)."""
     try:
-        if len(statement) < pgparse.SHORT:
-            return _read(statement)
-        return pgparse.deep(_read, statement)
+        stmts = statements(statement)
     except pgparse.ParseError as exc:
         return Reading(error=f"the statement does not parse: {exc}")
-
-
-def _read(statement: str) -> Reading:
-    stmts = pgparse.parse(statement)
     calls: list[AdvisoryCall] = []
     relations: list[RelationLock] = []
-
-    class _Calls(visitors.Visitor):
-        def visit_FuncCall(self, ancestors: Any, node: Any) -> None:
-            call = _advisory(node)
-            if call is not None:
-                calls.append(call)
-
-    for raw in stmts:
-        _Calls()(raw)
-        s = raw.stmt
-        if isinstance(s, ast.SelectStmt) and s.lockingClause:
-            strength = max(int(c.strength) for c in s.lockingClause)
-            for rv in _ranges(s.fromClause or ()):
-                relations.append(
-                    RelationLock(
-                        rv.schemaname,
-                        rv.relname,
-                        _STRENGTH.get(strength, "for update"),
-                        "row",
-                        f"SELECT ... {_STRENGTH.get(strength, '?').upper()}",
-                    )
-                )
-        elif isinstance(s, ast.UpdateStmt) and s.relation is not None:
-            relations.append(
-                RelationLock(
-                    s.relation.schemaname,
-                    s.relation.relname or "",
-                    "for no key update",
-                    "row",
-                    "UPDATE (FOR NO KEY UPDATE, or FOR UPDATE when it changes a key column)",
-                )
-            )
-        elif isinstance(s, ast.DeleteStmt) and s.relation is not None:
-            relations.append(
-                RelationLock(
-                    s.relation.schemaname, s.relation.relname or "", "for update", "row", "DELETE"
-                )
-            )
-        elif isinstance(s, ast.InsertStmt) and s.relation is not None:
-            relations.append(
-                RelationLock(
-                    s.relation.schemaname,
-                    s.relation.relname or "",
-                    "for key share",
-                    "foreign key",
-                    "INSERT (its foreign-key checks lock the referenced rows FOR KEY SHARE)",
-                )
-            )
-        elif isinstance(s, ast.LockStmt):
-            n = int(s.mode or 0)
-            mode = TABLE_MODES[n - 1] if 0 < n <= len(TABLE_MODES) else ""
-            for rv in s.relations or ():
-                if isinstance(rv, ast.RangeVar) and rv.relname:
-                    relations.append(
-                        RelationLock(rv.schemaname, rv.relname, mode, "table", "LOCK TABLE")
-                    )
-    return Reading(tuple(calls), tuple(relations))
-
-
-def _ranges(items: Any) -> list[Any]:
-    out: list[Any] = []
-    for item in items:
-        if isinstance(item, ast.RangeVar) and item.relname:
-            out.append(item)
-        elif isinstance(item, ast.JoinExpr):
-            out.extend(_ranges((item.larg, item.rarg)))
-    return out
+    for s in stmts:
+        for spec in s.locks:
+            if spec.kind == "advisory":
+                calls.append(advisory(spec))
+                continue
+            rel = _relation(spec)
+            if rel is not None and rel not in relations:
+                relations.append(rel)
+    return Reading(tuple(calls), tuple(relations), statements=len(stmts))
 
 
 def masked(statement: str) -> str:
