@@ -41,7 +41,8 @@ class Case:
     kind: str  # deadlock | lock timeout
     sqlstate: str
     processes: list[Process]
-    verdict: str  # reported | missing order | undeclared lock | unreported | timeout
+    # reported | missing order | undeclared lock | unreported | timeout | unread
+    verdict: str
     says: list[str]
     findings: list[dict[str, object]] = field(default_factory=list)
     lines: list[int] = field(default_factory=list)  # where each occurrence starts in the log

@@ -286,6 +286,15 @@ class Explainer:
 
     def deadlock(self, entry: Entry, show_literals: bool) -> Case:
         detail = parse_detail(entry.detail)
+        if not detail.waits:
+            case = Case("deadlock", DEADLOCK, [], "unread", [], lines=[entry.line])
+            case.says.append(
+                "the report's DETAIL names no wait lockdocs can read (the server writes "
+                "'Process N waits for ... on ...; blocked by process M.'), so which locks "
+                "deadlocked is not known"
+            )
+            case.hint, case.context = entry.hint, entry.context
+            return case
         statements = dict(detail.statements)
         if entry.pid is not None and entry.pid not in statements and entry.statement:
             statements[entry.pid] = entry.statement

@@ -152,16 +152,22 @@ class LogReader:
         fmt = self.fmt if self.fmt != "auto" else detect_format(first)
         self.formats[name] = fmt
         if fmt == "csvlog":
-            yield from _csvlog(lines, name, self)
+            found = _csvlog(lines, name, self)
         elif fmt == "jsonlog":
-            yield from _jsonlog(lines, name, self)
+            found = _jsonlog(lines, name, self)
         else:
             if self.prefix is not None:
                 prefix: Prefix | None = Prefix(self.prefix)
             else:
                 prefix = detect(text for _, text in first)
             self.prefixes[name] = prefix
-            yield from _stderr(lines, name, self, prefix)
+            found = _stderr(lines, name, self, prefix)
+        count = 0
+        for entry in found:
+            count += 1
+            yield entry
+        if not count and any(text.strip() for _, text in first):
+            self.problem(name, 1, f"no line reads as a PostgreSQL server log ({fmt} was tried)")
 
 
 def _peek(fh: BinaryIO, n: int) -> bytes:
@@ -224,22 +230,29 @@ class _Lines:
 
 
 def detect_format(first: Iterable[tuple[int, str]]) -> str:
-    """stderr, csvlog or jsonlog, from the first record that is not blank (a csvlog record
-    runs over several lines when a field holds a newline)."""
-    lines = [text for _, text in first]
-    start = next((i for i, text in enumerate(lines) if text.strip()), None)
-    if start is None:
-        return "stderr"
-    if lines[start].lstrip().startswith("{"):
-        return "jsonlog"
+    """stderr, csvlog or jsonlog, from the first lines: jsonlog when one is a JSON object with
+    a severity, csvlog when a record has the csvlog columns (a record runs over several lines
+    when a field holds a newline, and a damaged one is passed over), else stderr."""
+    lines = [text for _, text in first if text.strip()]
+    for text in lines:
+        if text.lstrip().startswith("{"):
+            try:
+                doc = json.loads(text)
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(doc, dict) and "error_severity" in doc:
+                return "jsonlog"
     _csv_limit()
-    try:
-        row = next(csv.reader(text + "\n" for text in lines[start:]))
-    except (csv.Error, StopIteration):
-        return "stderr"
-    if len(row) >= 23 and row[11] in LEVELS:
-        return "csvlog"
-    return "stderr"
+    rows = csv.reader(text + "\n" for text in lines)
+    while True:
+        try:
+            row = next(rows)
+        except csv.Error:
+            continue
+        except StopIteration:
+            return "stderr"
+        if len(row) >= 23 and row[11] in LEVELS:
+            return "csvlog"
 
 
 def _csv_limit() -> None:
