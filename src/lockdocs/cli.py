@@ -336,6 +336,38 @@ def explain(
 
 
 @app.command()
+def observe(
+    logs: Annotated[
+        list[str],
+        typer.Argument(
+            help="PostgreSQL server logs written with log_statement = 'all' (stderr, csvlog or "
+            "jsonlog; gzip too), read in order; - for stdin."
+        ),
+    ],
+    root: RootOpt = None,
+    fmt: FormatOpt = Format.text,
+    log_format: Annotated[
+        commands.LogFormat,
+        typer.Option("--log-format", help="The logs' format (default: told from each file)."),
+    ] = commands.LogFormat.auto,
+    log_line_prefix: LogLinePrefixOpt = None,
+    propose: Annotated[
+        Path | None,
+        typer.Option(
+            "--propose",
+            help="Write draft declarations for what the log showed and the declarations lack "
+            "into this folder (a whole project when there is no locks.yaml).",
+            file_okay=False,
+        ),
+    ] = None,
+) -> None:
+    """Check the transactions a server log shows against the declarations: orders, locks, paths."""
+    from lockdocs.commands import observe as body
+
+    raise typer.Exit(body.observe(logs, root, fmt, log_format, log_line_prefix, propose))
+
+
+@app.command()
 def build(
     root: RootOpt = None,
     no_svg: Annotated[

@@ -38,7 +38,17 @@ SHORT = 256
 _STACK = 512 * 1024 * 1024
 _RECURSION = 1_000_000
 
-__all__ = ["SHORT", "ParseError", "TooDeep", "deep", "parse", "parse_json", "parse_plpgsql_json"]
+__all__ = [
+    "SHORT",
+    "ParseError",
+    "TooDeep",
+    "comments",
+    "deep",
+    "fingerprint",
+    "parse",
+    "parse_json",
+    "parse_plpgsql_json",
+]
 
 
 class TooDeep(ParseError):
@@ -138,3 +148,22 @@ def _plpgsql(text: str) -> Any:
 def parse_plpgsql_json(text: str) -> Any:
     """The PL/pgSQL parse tree of a CREATE FUNCTION statement as Python data."""
     return _guarded(_plpgsql, text)
+
+
+def fingerprint(text: str) -> str:
+    """pg_query's fingerprint of `text`: equal for statements of one shape, whatever their
+    constants, comments, layout and IN-list lengths (a parse in C, no Python tree)."""
+    return _guarded(_parser.fingerprint, text)
+
+
+def _comments(text: str) -> list[tuple[int, int, str]]:
+    return [
+        (t.start, t.end + 1, text[t.start : t.end + 1])
+        for t in _parser.scan(text)
+        if t.name in ("SQL_COMMENT", "C_COMMENT")
+    ]
+
+
+def comments(text: str) -> list[tuple[int, int, str]]:
+    """The comments of `text` as (start, end, text), found by Postgres's own lexer."""
+    return _guarded(_comments, text)

@@ -61,6 +61,7 @@ __all__ = [
     "Lock",
     "Loop",
     "Model",
+    "Observe",
     "Page",
     "Path",
     "Planned",
@@ -167,6 +168,14 @@ class CodeGlob:
 
 
 @dataclass(frozen=True)
+class Observe:
+    """locks.yaml `observe:`: how `lockdocs observe` names a logged transaction's path."""
+
+    tags: tuple[tuple[tuple[str, str], str], ...] = ()  # ((sqlcommenter key, value), path)
+    applications: tuple[tuple[str, str], ...] = ()  # (application_name, path)
+
+
+@dataclass(frozen=True)
 class Limits:
     """Bounds on the analysis's work (locks.yaml `limits:`)."""
 
@@ -197,6 +206,7 @@ class Model:
     # Server processes per backend (None: every backend); 1 unless locks.yaml says replicas:.
     replicas: tuple[tuple[str | None, int], ...] = ()
     limits: Limits = field(default_factory=Limits)
+    observe: Observe = field(default_factory=Observe)
 
     def replicas_on(self, backend: str | None) -> int:
         found = dict(self.replicas)

@@ -69,6 +69,9 @@ class Entry:
     database: str = ""
     source: str = ""  # the file it is in, as the user named it
     cut: bool = False  # longer than MAX_ENTRY: the rest of it was not read
+    # The log lines with a prefix it spans: stderr prints the prefix (and counts %l) before
+    # each of DETAIL, HINT, CONTEXT and STATEMENT; csvlog and jsonlog write one record.
+    width: int = 1
 
     @property
     def state(self) -> str:
@@ -274,7 +277,7 @@ def _int(text: object, digits: int = 11) -> int | None:
 class _Building:
     """A stderr entry being read: its fields as lists of lines, joined once at the end."""
 
-    __slots__ = ("cut", "fields", "last", "line", "severity", "size", "values")
+    __slots__ = ("cut", "fields", "last", "line", "severity", "size", "values", "width")
 
     def __init__(self, severity: str, line: int, values: Values, text: str) -> None:
         self.severity = severity
@@ -284,6 +287,7 @@ class _Building:
         self.last: list[str] | None = self.fields["MESSAGE"]
         self.size = len(text)
         self.cut = False
+        self.width = 1
 
     def add(self, text: str) -> None:
         if self.last is None:
@@ -295,6 +299,7 @@ class _Building:
         self.last.append(text)
 
     def start(self, name: str, text: str) -> None:
+        self.width += 1
         self.fields[name] = [text]
         self.last = self.fields[name]
         self.size += len(text)
@@ -320,6 +325,7 @@ class _Building:
             database=v.database,
             source=source,
             cut=self.cut,
+            width=self.width,
         )
 
 

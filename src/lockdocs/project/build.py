@@ -60,6 +60,7 @@ def resolve(rv: Resolver) -> m.Model | None:
                     did_you_mean(a, [*locks, *paths]),
                 )
     code = resolve_code(rv)
+    observe = resolve_observe(rv, paths)
     differences = []
     for i, raw in enumerate(rv.data.get("differences") or ()):
         for j, pid in enumerate(raw.get("paths") or ()):
@@ -113,6 +114,7 @@ def resolve(rv: Resolver) -> m.Model | None:
         code_placeholders=rv.data.get("code_placeholders"),
         replicas=resolve_replicas(rv, locks),
         limits=m.Limits(**(rv.data.get("limits") or {})),
+        observe=observe,
     )
 
 
@@ -132,6 +134,28 @@ def resolve_code(rv: Resolver) -> tuple[m.CodeGlob, ...]:
             continue
         out.append(m.CodeGlob(pattern, loc))
     return tuple(out)
+
+
+def resolve_observe(rv: Resolver, paths: dict[str, m.Path]) -> m.Observe:
+    """`observe:`: every path it maps to must be declared."""
+    raw = rv.data.get("observe") or {}
+    tags: list[tuple[tuple[str, str], str]] = []
+    apps: list[tuple[str, str]] = []
+    for key, values in (raw.get("tags") or {}).items():
+        for value, path in (values or {}).items():
+            if _known_path(rv, ("observe", "tags", key, value), path, paths):
+                tags.append(((str(key), str(value)), path))
+    for name, path in (raw.get("application_name") or {}).items():
+        if _known_path(rv, ("observe", "application_name", name), path, paths):
+            apps.append((str(name), path))
+    return m.Observe(tuple(tags), tuple(apps))
+
+
+def _known_path(rv: Resolver, where: tuple[str, ...], path: str, paths: dict[str, m.Path]) -> bool:
+    if path in paths:
+        return True
+    rv.err("LD004", rv.ld.loc(where), f"unknown path '{path}'", did_you_mean(path, list(paths)))
+    return False
 
 
 def build_model(root: FsPath) -> tuple[m.Model | None, list[Diagnostic]]:

@@ -47,6 +47,7 @@ FAMILIES = {
     "LD5": "Declared rules",
     "LD6": "Generated docs",
     "LD7": "Declarations against the code",
+    "LD8": "Observed at run time (lockdocs observe)",
 }
 
 

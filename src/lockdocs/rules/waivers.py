@@ -82,6 +82,16 @@ def _matches(w: m.Waiver, d: Diagnostic) -> bool:
     return w.lock is None or w.lock in d.locks
 
 
+def matching(model: m.Model, d: Diagnostic) -> m.Waiver | None:
+    """The first exception that waives a finding (for `lockdocs observe`'s LD8xx)."""
+    return next((w for w in model.waivers if _matches(w, d)), None)
+
+
+# Observed findings (LD8xx) come from `lockdocs observe`, never from a check: an exception
+# for one is not stale because a check does not report it.
+OBSERVED = "LD8"
+
+
 def waiver_label(model: m.Model, w: m.Waiver) -> str:
     label = f"exception {w.index + 1}"
     if w.issue:
@@ -110,7 +120,7 @@ def apply_waivers(
         return out
     severity = Severity(overrides.get("LD401", "error"))
     for w in model.waivers:
-        if w.index in used:
+        if w.index in used or w.rule.startswith(OBSERVED):
             continue
         scope = " ".join(
             x

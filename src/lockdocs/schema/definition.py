@@ -16,6 +16,7 @@ from lockdocs.schema.sections import (
     DIFFERENCE,
     EXCEPTION,
     LIMITS,
+    OBSERVE,
     PAGE,
     PLANNED,
     RULE,
@@ -95,6 +96,7 @@ def locks_schema() -> dict[str, Any]:
                     "Python literals are read this way always."
                 ),
             },
+            "observe": OBSERVE,
             "transactions": {
                 "type": "object",
                 "description": "Transaction kinds by id.",

@@ -4,7 +4,15 @@ settings, differences, planned work, the checks to run and the project limits.
 
 from __future__ import annotations
 
-from lockdocs.schema.vocabulary import ALL_MODES, KINDS, issue_numbers, obj, string, strings
+from lockdocs.schema.vocabulary import (
+    ALL_MODES,
+    ID_PATTERN,
+    KINDS,
+    issue_numbers,
+    obj,
+    string,
+    strings,
+)
 
 TRANSACTION = obj(
     "A kind of transaction: how it is opened and what bounds its lock waits.",
@@ -204,6 +212,34 @@ CHECKS = {
         "(LD020)."
     ),
     "additionalProperties": {"enum": ["error", "warning", "info", "off", False]},
+}
+
+
+OBSERVE = {
+    "type": "object",
+    "additionalProperties": False,
+    "description": (
+        "How `lockdocs observe` tells a logged transaction's path when it carries no "
+        "lockdocs_path tag: sqlcommenter tags and application names mapped to path ids."
+    ),
+    "properties": {
+        "tags": {
+            "type": "object",
+            "description": (
+                "sqlcommenter keys (route, action, controller, ...) -> each value -> the path "
+                "a transaction with that tag runs."
+            ),
+            "additionalProperties": {
+                "type": "object",
+                "additionalProperties": {"type": "string", "pattern": ID_PATTERN},
+            },
+        },
+        "application_name": {
+            "type": "object",
+            "description": "application_name values -> the path such a session's transactions run.",
+            "additionalProperties": {"type": "string", "pattern": ID_PATTERN},
+        },
+    },
 }
 
 

@@ -1,0 +1,119 @@
+"""Which log entries are statements, and what they ran: the text of a simple query
+(`statement: ...`), of an extended-protocol execution (`execute <unnamed>: ...`, its values in
+the DETAIL `parameters: $1 = '...', $2 = NULL`), or of `log_min_duration_statement`'s
+`duration: ... ms  statement: ...`; and which entries end a statement in error or end a
+session.
+
+These are the server's own message formats (postgres.c, elog.c: English, lc_messages C or
+en), read as text; the statements themselves are left to the parser.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lockdocs.postgres.serverlog import Entry
+
+_STATEMENT = "statement: "
+_EXECUTE = "execute "
+_DURATION = "duration: "
+_PARAMETERS = "parameters: "
+_SESSION_END = ("disconnection: ", "terminating connection")
+_SESSION_START = ("connection authorized: ", "connection received: ")
+
+
+@dataclass(frozen=True, slots=True)
+class Logged:
+    """A statement the server ran: its text, and the parameters of an execution."""
+
+    text: str
+    params: tuple[str | None, ...] = ()
+    prepared: str = ""  # the prepared statement's name ("" for a simple query or unnamed)
+
+
+def statement_of(e: Entry) -> Logged | None:
+    """The statement a LOG entry records, or None when it records none."""
+    msg = e.message
+    if msg.startswith(_DURATION):
+        at = msg.find("  ", len(_DURATION))
+        if at < 0:
+            return None  # the duration alone: the statement was logged before it ran
+        msg = msg[at + 2 :]
+    if msg.startswith(_STATEMENT):
+        return Logged(msg[len(_STATEMENT) :])
+    if msg.startswith(_EXECUTE):
+        colon = msg.find(": ", len(_EXECUTE))
+        if colon < 0:
+            return None
+        name = msg[len(_EXECUTE) : colon]
+        params = parameters(e.detail) if e.detail.startswith(_PARAMETERS) else ()
+        return Logged(msg[colon + 2 :], params, "" if name == "<unnamed>" else name)
+    return None
+
+
+def parameters(detail: str) -> tuple[str | None, ...]:
+    """`parameters: $1 = 'a''b', $2 = NULL` -> ('a'b', None). A value the server cut at
+    log_parameter_max_length ends in '...': it is kept as logged (a key from it will not be
+    found, and says so). Anything else in the DETAIL stops the reading there."""
+    s = detail[len(_PARAMETERS) :] if detail.startswith(_PARAMETERS) else detail
+    out: dict[int, str | None] = {}
+    i, n = 0, len(s)
+    while i < n:
+        if s[i] != "$":
+            break
+        eq = s.find(" = ", i)
+        if eq < 0 or not s[i + 1 : eq].isascii() or not s[i + 1 : eq].isdigit():
+            break
+        number = int(s[i + 1 : eq]) if eq - i < 8 else 0
+        i = eq + 3
+        if s.startswith("NULL", i):
+            value: str | None = None
+            i += 4
+        elif i < n and s[i] == "'":
+            parts = []
+            j = i + 1
+            while True:
+                q = s.find("'", j)
+                if q < 0:
+                    return _ordered(out)  # cut off: keep what was whole
+                parts.append(s[j:q])
+                if q + 1 < n and s[q + 1] == "'":
+                    parts.append("'")
+                    j = q + 2
+                    continue
+                i = q + 1
+                break
+            value = "".join(parts)
+        else:
+            break
+        if number:
+            out[number] = value
+        if s.startswith(", ", i):
+            i += 2
+        else:
+            break
+    return _ordered(out)
+
+
+def _ordered(found: dict[int, str | None]) -> tuple[str | None, ...]:
+    if not found:
+        return ()
+    top = min(max(found), 65535)
+    return tuple(found.get(k) for k in range(1, top + 1))
+
+
+def ends_session(e: Entry) -> bool:
+    """A disconnection (log_disconnections) or a FATAL that ends the backend."""
+    return (e.severity == "LOG" and e.message.startswith(_SESSION_END[0])) or (
+        e.severity in ("FATAL", "PANIC")
+    )
+
+
+def starts_session(e: Entry) -> bool:
+    """A new connection on this process (log_connections)."""
+    return e.severity == "LOG" and e.message.startswith(_SESSION_START)
+
+
+def is_error(e: Entry) -> bool:
+    """An error that ends the statement the session is running."""
+    return e.severity in ("ERROR", "FATAL", "PANIC")
