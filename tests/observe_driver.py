@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -183,16 +184,18 @@ def worker(dsn: str, n: int, rounds: int, errors: list[BaseException]) -> None:
         for r in range(rounds):
             pool = 1 + (n + r) % 3
             grant, lineage = 9 + pool, 99 + pool
-            app.run("revoke-grant", lambda a: revoke_grant(a, pool, grant, lineage))
-            app.run("extend-waiting-grant", lambda a: extend_waiting_grant(a, grant, lineage))
+            app.run("revoke-grant", partial(revoke_grant, pool=pool, grant=grant, lineage=lineage))
+            app.run(
+                "extend-waiting-grant", partial(extend_waiting_grant, grant=grant, lineage=lineage)
+            )
             app.run(
                 "reconcile-subscription",
-                lambda a: reconcile_subscription(a, f"sub_{n}", pool, grant),
+                partial(reconcile_subscription, subscription=f"sub_{n}", pool=pool, grant=grant),
             )
-            app.run("recompute-address", lambda a: recompute_address(a, f"m{1 + r % 2}"))
+            app.run("recompute-address", partial(recompute_address, recipient=f"m{1 + r % 2}"))
             app.run("registry-with-lock", registry)
             if n == 0:
-                app.run("tier-add", lambda a: tier_add(a, [pool]))
+                app.run("tier-add", partial(tier_add, pools=[pool]))
                 app.run("rule-change-commit", rule_change_commit)
             app.path = None
             app.q("ClaimDesiredStateOutbox", 10)  # a statement of its own (autocommit-like)

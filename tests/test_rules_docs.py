@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli, write_project
+from conftest import Run, run_cli, write_project
 from lockdocs.rules.catalog import load_all
 
 REGISTRY = load_all()
@@ -27,12 +27,21 @@ def test_every_rule_has_an_example() -> None:
     assert not missing
 
 
+def _run(code: str, root: Path, *args: str) -> Run:
+    """`lockdocs check` on an example, or for an observed rule (LD8xx) `lockdocs observe` on
+    the log the example holds."""
+    if code.startswith("LD8"):
+        log = str(root / "server.log")
+        return run_cli("observe", log, "--format", "json", "--root", str(root))
+    return run_cli("check", *args, "--format", "json", "--root", str(root))
+
+
 @pytest.mark.parametrize("code", sorted(REGISTRY))
 def test_example_triggers_its_rule(tmp_path: Path, code: str) -> None:
     info = REGISTRY[code]
     root = write_project(tmp_path / "bad", info.example)
     drift = [] if code.startswith("LD6") else ["--no-drift"]  # LD6xx concern the rendering
-    result = run_cli("check", *drift, "--format", "json", "--root", str(root))
+    result = _run(code, root, *drift)
     assert "Traceback" not in result.err
     diagnostics = result.json()["diagnostics"]
     codes = {d["code"] for d in diagnostics}
@@ -46,7 +55,7 @@ def test_example_triggers_its_rule(tmp_path: Path, code: str) -> None:
 @pytest.mark.parametrize("code", sorted(c for c, i in REGISTRY.items() if i.use_instead))
 def test_use_instead_is_clean_of_the_rule(tmp_path: Path, code: str) -> None:
     root = write_project(tmp_path / "good", REGISTRY[code].use_instead)
-    result = run_cli("check", "--no-drift", "--format", "json", "--root", str(root))
+    result = _run(code, root, "--no-drift")
     codes = {d["code"] for d in result.json()["diagnostics"]}
     assert code not in codes, result.out
     assert result.code in (0, 1)

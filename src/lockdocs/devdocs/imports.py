@@ -48,12 +48,14 @@ LAYERS: tuple[tuple[str, tuple[str, ...], str], ...] = (
             "lockdocs.report",
             "lockdocs.scan",
             "lockdocs.postgres",
+            "lockdocs.observe",
             "lockdocs.export",
             "lockdocs.site",
         ),
         "The pipeline's stages that the api calls: resolving the documents into the model (it "
         "knows the rule codes an exception may name), the settings, the page and its diagrams, "
-        "the reporters, the SQL scan, the proof on PostgreSQL and the JSON export.",
+        "the reporters, the SQL scan, the proof on PostgreSQL, the reading of a running "
+        "application's server log and the JSON export.",
     ),
     (
         "rules",

@@ -55,6 +55,7 @@ class DraftLock:
     modes: dict[str, list[str]] = field(default_factory=dict)  # mode -> the statements
     orders: set[str] = field(default_factory=set)
     names: set[str] = field(default_factory=set)  # sqlc query names and functions
+    paths: set[str] = field(default_factory=set)  # the paths (tags) of the transactions
     count: int = 0
     static: AdvisoryCall | None = None  # advisory: the key as the statement's text gives it
     texts: set[str] = field(default_factory=set)  # advisory: texts seen
@@ -107,7 +108,7 @@ class Proposer:
             return None
         return (seen.kind, seen.table)
 
-    def _lock(self, took: Took, take: Take) -> tuple[object, ...] | None:
+    def _lock(self, took: Took, take: Take, path: str | None = None) -> tuple[object, ...] | None:
         key = self._key(took, take)
         if key is None:
             return None
@@ -118,6 +119,8 @@ class Proposer:
             )
         d.count += 1
         d.mode(took, take)
+        if path and len(d.paths) < 8:
+            d.paths.add(path)
         d.orders.update(took.order_by[:1])
         if took.call is not None:
             d.static = d.static or took.static
@@ -132,8 +135,9 @@ class Proposer:
     def add(self, t: Transaction, firsts: list[First], match: Match) -> None:
         steps: list[tuple[str, str, str, bool, tuple[str, ...]]] = []
         chosen: list[str] = []
+        tag = t.tags.get(PATH_TAG) or match.path
         for take in t.takes:
-            self._lock(take.took, take)
+            self._lock(take.took, take, tag)
         for f in firsts:
             took = f.take.took
             key = self._key(took, f.take)
@@ -187,7 +191,9 @@ class Proposer:
         else:
             prefix, text = _family(d)
             name = next(iter(sorted(d.names)), "")
-            base = slug(prefix or text or name or "advisory-key", "advisory-key")
+            path = next(iter(sorted(d.paths)), "")
+            named = prefix or text or name or (f"{path}-key" if path else "")
+            base = slug(named or "advisory-key", "advisory-key")
         out, n = base, 2
         while out in taken:
             out, n = f"{base}-{n}", n + 1

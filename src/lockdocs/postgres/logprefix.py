@@ -37,6 +37,7 @@ COMMON = (
     "%m [%p] %l %v %x %a ",
     "%m [%p] %q%u@%d %e %x ",
     "%m %p %l %v ",
+    "%m [%p] %l ",
 )
 
 _TIME = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? ?[A-Za-z0-9+:\-]*"
