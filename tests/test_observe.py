@@ -170,7 +170,7 @@ def test_lost_lines_cut_the_transaction_they_fall_in() -> None:
             (1, 10, "LOG:  statement: COMMIT"),
         )
     )
-    assert [(t.cut, len(t.takes)) for t in txs][0] == ("gap", 1)
+    assert next((t.cut, len(t.takes)) for t in txs) == ("gap", 1)
 
 
 def test_observe_without_statements_or_process_ids_is_bad_input(tmp_path: Path) -> None:

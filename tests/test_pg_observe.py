@@ -162,6 +162,7 @@ def test_other_log_line_prefixes(
         cluster.reload(log_line_prefix="'%m [%p] %l %v %x %a '")
     args = ("--log-line-prefix", prefix) if option else ()
     code, doc = _findings(log, *args)
+    assert code == 1
     _assert_planted(log, doc)
     if option:  # without the setting, lines that show no [pid] cannot be told apart
         r = run_cli("observe", str(log), "--root", str(REPO))
