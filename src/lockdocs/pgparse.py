@@ -48,6 +48,7 @@ __all__ = [
     "parse",
     "parse_json",
     "parse_plpgsql_json",
+    "tokens",
 ]
 
 
@@ -156,14 +157,20 @@ def fingerprint(text: str) -> str:
     return _guarded(_parser.fingerprint, text)
 
 
-def _comments(text: str) -> list[tuple[int, int, str]]:
-    return [
-        (t.start, t.end + 1, text[t.start : t.end + 1])
-        for t in _parser.scan(text)
-        if t.name in ("SQL_COMMENT", "C_COMMENT")
-    ]
+def _tokens(text: str) -> list[tuple[str, int, int]]:
+    return [(t.name, t.start, t.end + 1) for t in _parser.scan(text)]
+
+
+def tokens(text: str) -> list[tuple[str, int, int]]:
+    """The tokens of `text` as (name, start, end), by Postgres's own lexer: SCONST, ICONST,
+    C_COMMENT, ... (character offsets, end exclusive)."""
+    return _guarded(_tokens, text)
 
 
 def comments(text: str) -> list[tuple[int, int, str]]:
     """The comments of `text` as (start, end, text), found by Postgres's own lexer."""
-    return _guarded(_comments, text)
+    return [
+        (start, end, text[start:end])
+        for name, start, end in tokens(text)
+        if name in ("SQL_COMMENT", "C_COMMENT")
+    ]

@@ -103,6 +103,7 @@ class Locker:
                     for alias in item.site.aliases or (item.site.name or "",):
                         self.functions.setdefault(alias, []).append(item)
         self._seen: dict[tuple[object, ...], Seen] = {}
+        self.static = False  # keep each advisory key as its text alone gives it (--propose)
 
     # --- rows and tables ----------------------------------------------------------------
 
@@ -186,11 +187,14 @@ class Locker:
 
     # --- statements ---------------------------------------------------------------------
 
-    def took(self, spec: LockSpec, params: Sequence[str | None] = ()) -> list[Took]:
+    def took(
+        self, spec: LockSpec, params: Sequence[str | None] = (), literals: Sequence[object] = ()
+    ) -> list[Took]:
         """What one lock spec of a statement takes (a write may take none, or several)."""
         if spec.kind == "advisory":
-            call = advisory(spec, params)
-            static = advisory(spec) if params else call
+            call = advisory(spec, params, literals)
+            # the key as the text alone gives it, for a draft's family (--propose only)
+            static = (advisory(spec) if params or literals else call) if self.static else None
             option = "try" if call.tries else None
             how = f"{call.function}(...)"
             return [

@@ -10,7 +10,7 @@ en), read as text; the statements themselves are left to the parser.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from lockdocs.postgres.serverlog import Entry
 
@@ -22,8 +22,7 @@ _SESSION_END = ("disconnection: ", "terminating connection")
 _SESSION_START = ("connection authorized: ", "connection received: ")
 
 
-@dataclass(frozen=True, slots=True)
-class Logged:
+class Logged(NamedTuple):
     """A statement the server ran: its text, and the parameters of an execution."""
 
     text: str

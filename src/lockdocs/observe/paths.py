@@ -93,6 +93,7 @@ class PathMatcher:
             if model is not None and model.paths[path].standalone
             for d in ds
         ]
+        self._matched: dict[tuple[object, ...], Match] = {}
         mapping = model.observe if model is not None else None
         self.tags = dict(mapping.tags) if mapping is not None else {}
         self.apps = dict(mapping.applications) if mapping is not None else {}
@@ -130,6 +131,16 @@ class PathMatcher:
         takes = [f.take for f in firsts if f.take.took.seen.locks]
         if not takes:
             return Match(None, "none", "it takes no declared lock")
+        # One score per distinct sequence: a log repeats a few sequences many times.
+        key = tuple((t.took.seen.locks, t.took.mode) for t in takes)
+        hit = self._matched.get(key)
+        if hit is None:
+            if len(self._matched) >= 10_000:
+                self._matched.clear()
+            hit = self._matched[key] = self._rank(takes)
+        return hit
+
+    def _rank(self, takes: list[Take]) -> Match:
         scored = []
         for d in self.standalone:
             score, words = _score(d, takes)

@@ -54,6 +54,7 @@ class Observer:
     ) -> None:
         self.model = model
         self.locker = Locker(model, scan)
+        self.locker.static = propose
         self.shapes = Shapes(self.locker)
         self.rebuilder = Rebuilder(self.shapes, self.transaction)
         ctx = Context(model) if model is not None else None
@@ -110,7 +111,8 @@ class Observer:
         rough = _firsts(t.takes, None)
         match = self.matcher.match(t, rough, [x.take for x in rough])
         self.matches[match.how] = self.matches.get(match.how, 0) + 1
-        firsts = _firsts(t.takes, match.declared) if match.declared is not None else rough
+        ambiguous = any(len(x.take.took.seen.locks) > 1 for x in rough)
+        firsts = _firsts(t.takes, match.declared) if match.declared and ambiguous else rough
         if match.how == "unknown" and match.path is not None:
             self._unknown_path(match.path, t)
         if self.coverage is not None:
@@ -123,7 +125,7 @@ class Observer:
         if match.declared is not None and match.how in ("tag", "mapping", "application_name"):
             self._departures(match, firsts)
         self._keys(firsts)
-        path = match.path if match.how not in ("unknown", "ambiguous", "none") else None
+        path = match.path if match.how not in ("unknown", "ambiguous", "none", "partial") else None
         self.orders.add(firsts, t.line, path)
         if self.proposer is not None:
             self.proposer.add(t, firsts, match)

@@ -197,7 +197,7 @@ class Rebuilder:
             if s.block is None:
                 self._close_single(s, target)
             return
-        several = sum(1 for st in plan.steps if st.control is None) > 1
+        several = len(plan.steps) > 1 and plan.several
         for step in plan.steps:
             if step.control is not None:
                 self._control(s, e, step.control, step.savepoint, step.chain, implicit)
@@ -215,7 +215,7 @@ class Rebuilder:
             for k, v in plan.tags:
                 target.tags.setdefault(k, v)
             s.last_takes = (target, len(target.takes))
-            for took in self.shapes.took(step, params):
+            for took in self.shapes.took(step, params, plan.literals):
                 target.takes.append(Take(took, e.source, e.line, plan.shape, plan.name))
             target.end_line = e.line
             if target is not s.block and target is not implicit:
@@ -318,9 +318,10 @@ class Rebuilder:
         self._flush_pending(s)
 
     def _flush_pending(self, s: _Session) -> None:
-        for t in s.pending:
-            self._finish(t, t.ended)
-        s.pending.clear()
+        if s.pending:
+            for t in s.pending:
+                self._finish(t, t.ended)
+            s.pending.clear()
         if s.block is None:
             s.last_takes = None
 

@@ -20,7 +20,7 @@ from urllib.parse import unquote
 
 from lockdocs import pgparse
 from lockdocs.observe.locks import Locker, Took
-from lockdocs.postgres.sqlread import Statement, statements
+from lockdocs.postgres.sqlread import LockSpec, Statement, literal_tokens, statements, template
 
 MAX_TEXTS = 20_000
 MAX_SHAPES = 20_000
@@ -38,6 +38,7 @@ class Step:
     took: tuple[Took, ...] = ()
     needs: tuple[int, ...] = ()  # indexes into statement.locks resolved per execution
     statement: Statement | None = None
+    keyed: tuple[LockSpec, ...] = ()  # the specs of `needs`, their literals as Literal nodes
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +48,12 @@ class Plan:
     name: str = ""  # sqlc's query name
     error: str = ""  # why the text could not be read
     shape: int = 0  # a small number per fingerprint, for grouping findings
+    literals: tuple[object, ...] = ()  # this text's constants, for a shape read once
+
+    @property
+    def several(self) -> bool:
+        """Several statements that are not transaction control: one implicit transaction."""
+        return sum(1 for st in self.steps if st.control is None) > 1
 
 
 @dataclass
@@ -55,7 +62,9 @@ class Shapes:
 
     locker: Locker
     texts: dict[str, Plan] = field(default_factory=dict)
-    shapes: dict[str, tuple[tuple[Step, ...], int]] = field(default_factory=dict)
+    # fingerprint -> (steps, shape number, how many constants a text of it holds, or -1 when
+    # its keys read none)
+    shapes: dict[str, tuple[tuple[Step, ...], int, int]] = field(default_factory=dict)
     fingerprints: int = 0
     parses: int = 0
     numbers: dict[str, int] = field(default_factory=dict)  # fingerprint -> shape number
@@ -73,7 +82,13 @@ class Shapes:
         return plan
 
     def _read(self, text: str) -> Plan:
-        tags, name = _comments(text) if ("/*" in text or "--" in text) else ((), "")
+        tokens: list[tuple[str, int, int]] | None = None
+        if "/*" in text or "--" in text or "'" in text:
+            try:
+                tokens = pgparse.tokens(text)
+            except pgparse.ParseError:
+                tokens = None
+        tags, name = _comments(text, tokens or [])
         try:
             self.fingerprints += 1
             fp = pgparse.fingerprint(text)
@@ -87,17 +102,32 @@ class Shapes:
                 self.samples[number] = text
         cached = self.shapes.get(fp)
         if cached is not None:
-            return Plan(cached[0], tags, name, shape=cached[1])
+            steps, shape, count = cached
+            if count < 0:
+                return Plan(steps, tags, name, shape=shape)
+            # a shape whose keys read its literals: this text's constants, by the lexer
+            if tokens is None:
+                tokens = _tokens(text)
+            found = literal_tokens(text, tokens) if tokens is not None else None
+            if found is not None and len(found) == count:
+                return Plan(steps, tags, name, shape=shape, literals=tuple(found))
         try:
             self.parses += 1
             stmts = statements(text)
         except pgparse.ParseError as exc:
             return Plan(tags=tags, name=name, error=f"the statement does not parse: {exc}")
         steps = tuple(self._step(s) for s in stmts)
+        if len(self.shapes) >= MAX_SHAPES:
+            self.shapes.clear()
         if not any(s.literal_keys for s in stmts):
-            if len(self.shapes) >= MAX_SHAPES:
-                self.shapes.clear()
-            self.shapes[fp] = (steps, number)
+            self.shapes[fp] = (steps, number, -1)
+            return Plan(steps, tags, name, shape=number)
+        if tokens is None:
+            tokens = _tokens(text)
+        found = literal_tokens(text, tokens) if tokens is not None else None
+        templated = _templated(steps, tokens or [], text) if found is not None else None
+        if templated is not None and found is not None:
+            self.shapes[fp] = (templated, number, len(found))
         return Plan(steps, tags, name, shape=number)
 
     def _step(self, s: Statement) -> Step:
@@ -114,17 +144,46 @@ class Shapes:
             took.extend(self.locker.function(name))
         return Step(took=tuple(took), needs=tuple(needs), statement=s)
 
-    def took(self, step: Step, params: Sequence[str | None]) -> tuple[Took, ...]:
+    def took(
+        self, step: Step, params: Sequence[str | None], literals: Sequence[object] = ()
+    ) -> tuple[Took, ...]:
         """What a step takes in one execution: its fixed locks and its keys computed from
         this execution's literals and parameters, in the statement's order."""
         fixed = step.took
-        if any(p is not None and p.startswith("{") and "," in p for p in params):
+        if params and any(p is not None and p[:1] == "{" and "," in p for p in params):
             # an array of keys: the statement may lock several rows (= ANY($1))
             fixed = tuple(replace(t, many=True) if t.seen.kind == "row" else t for t in fixed)
         if not step.needs or step.statement is None:
             return fixed
-        keyed = [t for i in step.needs for t in self.locker.took(step.statement.locks[i], params)]
+        specs = step.keyed or tuple(step.statement.locks[i] for i in step.needs)
+        keyed = [t for spec in specs for t in self.locker.took(spec, params, literals)]
         return tuple(keyed) + fixed if _keys_first(step) else fixed + tuple(keyed)
+
+
+def _tokens(text: str) -> list[tuple[str, int, int]] | None:
+    try:
+        return pgparse.tokens(text)
+    except pgparse.ParseError:
+        return None
+
+
+def _templated(
+    steps: tuple[Step, ...], tokens: list[tuple[str, int, int]], text: str
+) -> tuple[Step, ...] | None:
+    """The steps with their keys' literals as Literal nodes, or None when one cannot be."""
+    out = []
+    for step in steps:
+        if not step.needs or step.statement is None:
+            out.append(step)
+            continue
+        keyed = []
+        for i in step.needs:
+            t = template(step.statement.locks[i], tokens, text)
+            if t is None:
+                return None
+            keyed.append(t)
+        out.append(replace(step, keyed=tuple(keyed)))
+    return tuple(out)
 
 
 def _keys_first(step: Step) -> bool:
@@ -137,22 +196,20 @@ def _keys_first(step: Step) -> bool:
     return not others or first_key <= min(others)
 
 
-def _comments(text: str) -> tuple[tuple[tuple[str, str], ...], str]:
+def _comments(
+    text: str, tokens: Sequence[tuple[str, int, int]]
+) -> tuple[tuple[tuple[str, str], ...], str]:
     """The sqlcommenter tags of a statement (`/*key='value',...*/`, URL-encoded values) and
-    the sqlc query name (`-- name: LockPools :many`)."""
-    try:
-        found = pgparse.comments(text)
-    except pgparse.ParseError:
-        return (), ""
+    the sqlc query name (`-- name: LockPools :many`), from its tokens."""
     tags: list[tuple[str, str]] = []
     name = ""
-    for _, _, body in found:
-        if body.startswith("--"):
-            words = body[2:].split()
+    for kind, start, end in tokens:
+        if kind == "SQL_COMMENT":
+            words = text[start + 2 : end].split()
             if len(words) >= 2 and words[0] == "name:":
                 name = words[1]
-            continue
-        tags.extend(sqlcommenter(body[2:-2]))
+        elif kind == "C_COMMENT":
+            tags.extend(sqlcommenter(text[start + 2 : end - 2]))
     return tuple(tags), name
 
 

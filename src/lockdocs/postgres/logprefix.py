@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 LEVELS: tuple[str, ...] = ("DEBUG5", "DEBUG4", "DEBUG3", "DEBUG2", "DEBUG1", "LOG", "INFO")
 LEVELS += ("NOTICE", "WARNING", "ERROR", "FATAL", "PANIC")
@@ -67,8 +67,7 @@ CARRIES = {
 }
 
 
-@dataclass(frozen=True)
-class Values:
+class Values(NamedTuple):
     """What one line's prefix says (empty where the setting does not carry it)."""
 
     pid: int | None = None
@@ -87,7 +86,10 @@ class Prefix:
     def __init__(self, spec: str) -> None:
         self.spec = spec
         self.escapes: set[str] = set()
-        self.regex = re.compile(self._compile(spec), re.DOTALL)
+        pattern = self._compile(spec)
+        self.regex = re.compile(pattern, re.DOTALL)
+        # The prefix and the level word after it, in one match: the common case of a line.
+        self.line = re.compile(pattern + LEVEL.pattern, re.DOTALL)
 
     def _compile(self, spec: str) -> str:
         out: list[str] = []
@@ -142,6 +144,10 @@ class Prefix:
         hit = self.regex.fullmatch(line, 0, end)
         if hit is None:
             return None
+        return self.values(hit)
+
+    def values(self, hit: re.Match[str]) -> Values:
+        """The values a match of `regex` or `line` read."""
         g = hit.groupdict()
         pid = g.get("p")
         sline = g.get("l")

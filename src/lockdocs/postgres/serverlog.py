@@ -225,11 +225,32 @@ class _Lines:
     def __iter__(self) -> Iterator[tuple[int, str]]:
         ahead, self.ahead = self.ahead, []
         yield from ahead
+        # The hot loop of a big log: one C readline and one decode a line.
+        readline = self.stream.readline
+        n = self.n
+        try:
+            while True:
+                raw = readline(MAX_ENTRY)
+                if not raw:
+                    return
+                n += 1
+                self.n = n
+                if raw[-1:] == b"\n":
+                    raw = raw[:-2] if raw[-2:-1] == b"\r" else raw[:-1]
+                elif len(raw) >= MAX_ENTRY:
+                    self._skip_rest(n)
+                yield n, raw.decode("utf-8", "replace")
+        except (OSError, EOFError, zlib.error) as exc:
+            self.reader.problem(self.name, n + 1, f"the file cannot be read past here: {exc}")
+
+    def _skip_rest(self, n: int) -> None:
         while True:
-            nxt = self._next()
-            if nxt is None:
-                return
-            yield nxt
+            more = self.stream.readline(MAX_ENTRY)
+            if not more or more.endswith(b"\n"):
+                break
+        self.reader.problem(
+            self.name, n, f"a line over {MAX_ENTRY // (1024 * 1024)} MiB; cut there"
+        )
 
 
 def detect_format(first: Iterable[tuple[int, str]]) -> str:
@@ -305,56 +326,74 @@ class _Building:
         self.size += len(text)
 
     def finish(self, source: str) -> Entry:
-        f = {k: "\n".join(v) for k, v in self.fields.items()}
+        fields = self.fields
+        m = fields["MESSAGE"]
+        message = m[0] if len(m) == 1 else "\n".join(m)
+        detail = hint = context = statement = ""
+        if len(fields) > 1:
+            f = {k: v[0] if len(v) == 1 else "\n".join(v) for k, v in fields.items()}
+            detail, hint = f.get("DETAIL", ""), f.get("HINT", "")
+            context, statement = f.get("CONTEXT", ""), f.get("STATEMENT", "")
         v = self.values
+        # positional: the fields of Entry in order (a log makes one per message)
         return Entry(
             self.severity,
-            f["MESSAGE"],
-            detail=f.get("DETAIL", ""),
-            hint=f.get("HINT", ""),
-            context=f.get("CONTEXT", ""),
-            statement=f.get("STATEMENT", ""),
-            pid=v.pid,
-            line=self.line,
-            session=v.session,
-            session_line=v.session_line,
-            vxid=v.vxid,
-            xid=v.xid,
-            application=v.application,
-            user=v.user,
-            database=v.database,
-            source=source,
-            cut=self.cut,
-            width=self.width,
+            message,
+            "",
+            detail,
+            hint,
+            context,
+            statement,
+            v.pid,
+            "",
+            self.line,
+            v.session,
+            v.session_line,
+            v.vxid,
+            v.xid,
+            v.application,
+            v.user,
+            v.database,
+            source,
+            self.cut,
+            self.width,
         )
 
 
 def _stderr(lines: _Lines, name: str, reader: LogReader, prefix: Prefix | None) -> Iterator[Entry]:
     current: _Building | None = None
     misread = 0
+    whole = prefix.line.match if prefix is not None else None
     for n, raw in lines:
         if raw.startswith("\t"):
             if current is not None:
                 current.add(raw[1:])
             continue
-        hit = level_at(raw)
-        if hit is None:
-            if current is not None:
-                current.last = None  # a foreign line ends what a tab may continue
-            continue
-        word = hit["level"]
-        body = raw[hit.end() :]
+        hit = whole(raw) if whole is not None else None
+        if hit is not None:
+            word = hit["level"]
+            end = hit.end()
+        else:
+            hit = level_at(raw)
+            if hit is None:
+                if current is not None:
+                    current.last = None  # a foreign line ends what a tab may continue
+                continue
+            word, end = hit["level"], hit.end()
+        body = raw[end:]
         if word in FIELDS:
             if current is not None:
                 current.start(word, body)
             continue
         if current is not None:
             yield current.finish(name)
-        values = prefix.read(raw, hit.start()) if prefix is not None else None
-        if values is None:
-            if prefix is not None:
-                misread += 1
-            values = loose(raw[: hit.start()])
+        found: Values | None = None
+        if prefix is not None and hit.re is prefix.line:
+            found = prefix.values(hit)
+        elif prefix is not None:
+            found = prefix.read(raw, hit.start())
+            misread += found is None
+        values = found if found is not None else loose(raw[: hit.start()])
         current = _Building(word, n, values, body)
     if current is not None:
         yield current.finish(name)

@@ -16,9 +16,9 @@ compare equal.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from pglast.parser import normalize
 
@@ -338,11 +338,20 @@ def _type_name(node: Node) -> str:
     return str(names[-1]) if names else ""
 
 
-def _value(node: Any, params: Sequence[str | None]) -> object:
+class Env(NamedTuple):
+    """What a key expression reads besides its text: an execution's parameters ($n, as the
+    log gives them) and, for a shape read once, the literals of this text (`Literal` nodes,
+    by their index among the text's constants)."""
+
+    params: Sequence[str | None] = ()
+    literals: Sequence[object] = ()
+
+
+def _value(node: Any, env: Env) -> object:
     """A literal, a parameter (its logged text) or a cast of one; None when not known."""
     kind, body = unwrap(node)
     if kind == "TypeCast":
-        inner = _value(body.get("arg"), params)
+        inner = _value(body.get("arg"), env)
         if _type_name(body) in _INT_TYPES:
             return _as_int(inner)
         return inner
@@ -356,10 +365,17 @@ def _value(node: Any, params: Sequence[str | None]) -> object:
         return None
     if kind == "ParamRef":
         n = int(body.get("number", 0))
-        return params[n - 1] if 0 < n <= len(params) else None
+        return env.params[n - 1] if 0 < n <= len(env.params) else None
+    if kind == LITERAL:
+        i = int(body.get("index", -1))
+        value = env.literals[i] if 0 <= i < len(env.literals) else None
+        if body.get("negate"):
+            number = _as_int(value)
+            return -number if number is not None else None
+        return value
     if kind == "A_Expr" and body.get("kind") == "AEXPR_OP" and "lexpr" not in body:
         op = [unwrap(n)[1].get("sval") for n in body.get("name", [])]
-        inner = _as_int(_value(body.get("rexpr"), params))
+        inner = _as_int(_value(body.get("rexpr"), env))
         return -inner if op == ["-"] and inner is not None else None
     return None
 
@@ -375,67 +391,190 @@ def _as_int(v: object) -> int | None:
     return None
 
 
-def _text(node: Any, params: Sequence[str | None]) -> tuple[str | None, str | None]:
-    """(whole text, the known text it starts with) of a text expression."""
+def advisory(
+    spec: LockSpec, params: Sequence[str | None] = (), literals: Sequence[object] = ()
+) -> AdvisoryCall:
+    """An advisory lock spec with its key computed from literals and parameters."""
+    name = (spec.function or "").removeprefix("pg_catalog.")
+    env = Env(params, literals)
+    return AdvisoryCall(
+        name, spec.scope or "session", spec.mode or "exclusive", _key(spec)(env), spec.try_
+    )
+
+
+# A key's expression is read once per spec into a function of the environment: an execution
+# then only computes, never walks the tree again (a log runs one statement a million times).
+_KEYS: dict[int, tuple[LockSpec, Callable[[Env], tuple[KeyPart, ...]]]] = {}
+
+
+def _key(spec: LockSpec) -> Callable[[Env], tuple[KeyPart, ...]]:
+    hit = _KEYS.get(id(spec))
+    if hit is not None and hit[0] is spec:
+        return hit[1]
+    parts = [_compile_part(a) for a in spec.args]
+
+    def key(env: Env) -> tuple[KeyPart, ...]:
+        return tuple(p(env) for p in parts)
+
+    if len(_KEYS) > 10_000:
+        _KEYS.clear()
+    _KEYS[id(spec)] = (spec, key)
+    return key
+
+
+def _compile_value(node: Any) -> Callable[[Env], object]:
+    kind, body = unwrap(node)
+    if kind == "TypeCast":
+        inner = _compile_value(body.get("arg"))
+        if _type_name(body) in _INT_TYPES:
+            return lambda env: _as_int(inner(env))
+        return inner
+    if kind == "A_Const":
+        value = _value(node, Env())
+        return lambda env: value
+    if kind == "ParamRef":
+        n = int(body.get("number", 0))
+        return lambda env: env.params[n - 1] if 0 < n <= len(env.params) else None
+    if kind == LITERAL or (
+        kind == "A_Expr" and body.get("kind") == "AEXPR_OP" and "lexpr" not in body
+    ):
+        return lambda env: _value(node, env)
+    return lambda env: None
+
+
+def _compile_text(node: Any) -> Callable[[Env], tuple[str | None, str | None]]:
     kind, body = unwrap(node)
     if kind == "A_Expr" and [unwrap(n)[1].get("sval") for n in body.get("name", [])] == ["||"]:
-        left, left_prefix = _text(body.get("lexpr"), params)
-        right, _ = _text(body.get("rexpr"), params)
-        if left is not None and right is not None:
-            return left + right, left + right
-        return None, left if left is not None else left_prefix
+        left, right = _compile_text(body.get("lexpr")), _compile_text(body.get("rexpr"))
+
+        def concat2(env: Env) -> tuple[str | None, str | None]:
+            whole, prefix = left(env)
+            tail, _ = right(env)
+            if whole is not None and tail is not None:
+                return whole + tail, whole + tail
+            return None, whole if whole is not None else prefix
+
+        return concat2
     if kind == "FuncCall" and func_name(body) in ("concat", "pg_catalog.concat"):
-        whole: list[str] = []
-        for arg in body.get("args", []):
-            t, _ = _text(arg, params)
-            if t is None:
-                return None, "".join(whole) or None
-            whole.append(t)
-        return "".join(whole), "".join(whole)
-    v = _value(node, params)
-    if isinstance(v, int) and not isinstance(v, bool):
-        return str(v), str(v)
-    if isinstance(v, str):
-        return v, v
-    return None, None
+        pieces = [_compile_text(a) for a in body.get("args", [])]
+
+        def concat(env: Env) -> tuple[str | None, str | None]:
+            whole: list[str] = []
+            for piece in pieces:
+                t, _ = piece(env)
+                if t is None:
+                    return None, "".join(whole) or None
+                whole.append(t)
+            return "".join(whole), "".join(whole)
+
+        return concat
+    value = _compile_value(node)
+
+    def plain(env: Env) -> tuple[str | None, str | None]:
+        v = value(env)
+        if isinstance(v, int) and not isinstance(v, bool):
+            return str(v), str(v)
+        if isinstance(v, str):
+            return v, v
+        return None, None
+
+    return plain
 
 
-def _part(node: Any, params: Sequence[str | None]) -> KeyPart:
+def _compile_part(node: Any) -> Callable[[Env], KeyPart]:
     kind, body = unwrap(node)
     while kind == "TypeCast":
         cast_kind, cast_body = unwrap(body.get("arg"))
         if cast_kind != "FuncCall":
             break
         kind, body = cast_kind, cast_body
-    if kind == "FuncCall" and func_name(body).removeprefix("pg_catalog.") in (
-        "hashtext",
-        "hashtextextended",
-    ):
-        fn = func_name(body).removeprefix("pg_catalog.")
+    fn = func_name(body).removeprefix("pg_catalog.") if kind == "FuncCall" else ""
+    if fn in ("hashtext", "hashtextextended"):
         args = body.get("args", [])
-        text, prefix = _text(args[0], params) if args else (None, None)
-        seed = _as_int(_value(args[1], params)) if len(args) > 1 else 0
-        value = None
-        if text is not None and "\x00" not in text and len(text) <= MAX_KEY_TEXT:
-            if fn == "hashtext":
-                value = pghash.hashtext(text)
-            elif seed is not None:
-                value = pghash.hashtextextended(text, seed)
-        return KeyPart(value, fn, text, prefix, seed or 0)
-    n = _as_int(_value(node, params))
-    return KeyPart(value=n if n is not None and -(1 << 63) <= n < (1 << 63) else None)
+        text_of = _compile_text(args[0]) if args else (lambda env: (None, None))
+        seed_of = _compile_value(args[1]) if len(args) > 1 else (lambda env: 0)
+
+        def hashed(env: Env) -> KeyPart:
+            text, prefix = text_of(env)
+            seed = _as_int(seed_of(env))
+            value = None
+            if text is not None and "\x00" not in text and len(text) <= MAX_KEY_TEXT:
+                if fn == "hashtext":
+                    value = pghash.hashtext(text)
+                elif seed is not None:
+                    value = pghash.hashtextextended(text, seed)
+            return KeyPart(value, fn, text, prefix, seed or 0)
+
+        return hashed
+    value_of = _compile_value(node)
+
+    def number(env: Env) -> KeyPart:
+        n = _as_int(value_of(env))
+        return KeyPart(value=n if n is not None and -(1 << 63) <= n < (1 << 63) else None)
+
+    return number
 
 
-def advisory(spec: LockSpec, params: Sequence[str | None] = ()) -> AdvisoryCall:
-    """An advisory lock spec with its key computed from literals and parameters."""
-    name = (spec.function or "").removeprefix("pg_catalog.")
-    return AdvisoryCall(
-        name,
-        spec.scope or "session",
-        spec.mode or "exclusive",
-        tuple(_part(a, params) for a in spec.args),
-        spec.try_,
-    )
+# --- a shape's key literals, read by the lexer --------------------------------------------
+
+LITERAL = "Literal"  # a node a shape template puts where a key's literal was
+_CONSTANTS = frozenset({"SCONST", "ICONST", "FCONST"})
+
+
+def literal_tokens(text: str, tokens: Sequence[tuple[str, int, int]]) -> list[object] | None:
+    """The constants of a text in order, as values: a plain quoted string, an integer, a
+    number. None when one is written another way (E'...', $$...$$, U&'...', a bit string):
+    the text is then parsed whole."""
+    out: list[object] = []
+    for name, start, end in tokens:
+        if name not in _CONSTANTS:
+            if name in ("BCONST", "XCONST", "USCONST"):
+                return None
+            continue
+        raw = text[start:end]
+        if name == "SCONST":
+            if not (raw.startswith("'") and raw.endswith("'")):
+                return None
+            out.append(raw[1:-1].replace("''", "'"))
+        elif name == "ICONST":
+            out.append(_as_int(raw))
+        else:
+            out.append(raw)
+    return out
+
+
+def template(spec: LockSpec, tokens: Sequence[tuple[str, int, int]], text: str) -> LockSpec | None:
+    """The spec with each literal of its key replaced by a `Literal` node: its index among
+    the text's constants (and whether a minus sign folded into it). None when a literal is
+    not one the lexer shows as a plain constant."""
+    starts = [start for name, start, _ in tokens if name in _CONSTANTS]
+    index = {start: i for i, start in enumerate(starts)}
+    ok = True
+
+    def swap(node: Any) -> Any:
+        nonlocal ok
+        if isinstance(node, list):
+            return [swap(x) for x in node]
+        if not isinstance(node, dict):
+            return node
+        if len(node) == 1 and "A_Const" in node and isinstance(node["A_Const"], dict):
+            loc = int(node["A_Const"].get("location", -1))
+            negate = False
+            if loc not in index and 0 <= loc < len(text) and text[loc] == "-":
+                at = loc + 1
+                while at < len(text) and text[at] in " \t\r\n":
+                    at += 1
+                loc, negate = at, True
+            if loc not in index:
+                ok = False
+                return node
+            return {LITERAL: {"index": index[loc], "negate": negate}}
+        return {k: swap(v) for k, v in node.items()}
+
+    args = tuple(swap(a) for a in spec.args)
+    if not ok:
+        return None
+    return LockSpec(**{**spec.__dict__, "args": args})
 
 
 # --- explain's reading of one statement --------------------------------------------------
