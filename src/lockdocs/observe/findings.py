@@ -113,18 +113,18 @@ def departure(path: str, dep: Departure, count: int) -> Diagnostic:
 
 
 def clash(
-    tag: tuple[int, int, int], first: tuple[str, Take], second: tuple[str, Take]
+    tag: tuple[int, int, int], first: tuple[str, str, int], second: tuple[str, Take]
 ) -> Diagnostic:
-    (a, ta), (b, tb) = first, second
+    (a, source, line), (b, tb) = first, second
     return Diagnostic(
         "LD806",
         Severity.ERROR,
-        f"the advisory key [{tag[0]},{tag[1]},{tag[2]}] is {a}'s at line {ta.line} and {b}'s "
+        f"the advisory key [{tag[0]},{tag[1]},{tag[2]}] is {a}'s at line {line} and {b}'s "
         f"here: the two families meet, and their holders wait on each other",
         at(tb),
         "give each family a prefix of its own, so no two can produce one key",
         locks=tuple(sorted((a, b))),
-        related=(Related(at(ta), f"the same key as {a}"),),
+        related=(Related(Location(source, line), f"the same key as {a}"),),
     )
 
 

@@ -31,7 +31,10 @@ from lockdocs.rules.waivers import matching, waiver_label
 from lockdocs.scan.collect import ScanResult
 
 CYCLE_CODES = ("LD201", "LD202", "LD203")
-MAX_KEYS = 1_000_000  # advisory keys remembered to find two families meeting
+# Advisory keys remembered to find two families meeting (about 150 bytes each); past this,
+# the keys after are not compared, and the JSON's `observed` says how many were.
+MAX_KEYS = 250_000
+MAX_NOTED = 1_000  # distinct unread statements and unknown path tags kept
 MAX_CUTS = 50  # cut transactions reported one by one; the rest are counted
 
 
@@ -81,7 +84,8 @@ class Observer:
         self.proposer = Proposer(self.locker, self.shapes) if propose else None
         self.undeclared: dict[tuple[str, int, str], tuple[Seen, Take, int]] = {}
         self.departures: dict[tuple[str, str, str, str | None, int], tuple[Any, int]] = {}
-        self.keys: dict[tuple[int, int, int], tuple[str, Take]] = {}
+        self.keys: dict[tuple[int, int, int], tuple[str, str, int]] = {}
+        self.keys_unchecked = 0
         self.clashes: dict[frozenset[str], Diagnostic] = {}
         self.unread: dict[str, tuple[str, int, int]] = {}
         self.unknown_paths: dict[str, tuple[str, int, int]] = {}
@@ -101,7 +105,10 @@ class Observer:
         self.transactions += 1
         for line, why in t.unread:
             first = self.unread.get(why)
-            self.unread[why] = (t.source, line, 1) if first is None else (*first[:2], first[2] + 1)
+            if first is not None:
+                self.unread[why] = (*first[:2], first[2] + 1)
+            elif len(self.unread) < MAX_NOTED:
+                self.unread[why] = (t.source, line, 1)
         if t.cut:
             self.cut_count += 1
             if len(self.cuts) < MAX_CUTS:
@@ -133,7 +140,10 @@ class Observer:
     def _unknown_path(self, value: str, t: Transaction) -> None:
         hit = self.unknown_paths.get(value)
         line = t.takes[0].line if t.takes else t.line
-        self.unknown_paths[value] = (t.source, line, 1) if hit is None else (*hit[:2], hit[2] + 1)
+        if hit is not None:
+            self.unknown_paths[value] = (*hit[:2], hit[2] + 1)
+        elif len(self.unknown_paths) < MAX_NOTED:
+            self.unknown_paths[value] = (t.source, line, 1)
 
     def _undeclared(self, t: Transaction) -> None:
         for take in t.takes:
@@ -155,10 +165,15 @@ class Observer:
     def _keys(self, firsts: list[First]) -> None:
         for x in firsts:
             tag = x.take.took.seen.tag
-            if x.lock is None or tag is None or len(self.keys) >= MAX_KEYS:
+            if x.lock is None or tag is None:
                 continue
-            first = self.keys.setdefault(tag, (x.lock, x.take))
-            if first[0] != x.lock:
+            first = self.keys.get(tag)
+            if first is None:
+                if len(self.keys) < MAX_KEYS:
+                    self.keys[tag] = (x.lock, x.take.source, x.take.line)
+                else:
+                    self.keys_unchecked += 1
+            elif first[0] != x.lock:
                 pair = frozenset((first[0], x.lock))
                 self.clashes.setdefault(pair, f.clash(tag, first, (x.lock, x.take)))
 
@@ -205,6 +220,8 @@ class Observer:
             "paths": dict(sorted(self.matches.items())),
             "sequences": len(self.orders.sequences),
             "sequences not searched": self.orders.dropped,
+            "advisory keys compared": len(self.keys),
+            "advisory keys not compared": self.keys_unchecked,
         }
         return Observed(sort_diagnostics(out), self.coverage, stats, self.proposer)
 
