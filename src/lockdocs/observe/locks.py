@@ -153,9 +153,8 @@ class Locker:
 
     # --- advisory locks -----------------------------------------------------------------
 
-    def family(self, call: AdvisoryCall) -> tuple[list[str], str]:
+    def family(self, call: AdvisoryCall, tag: tuple[int, int, int] | None) -> tuple[list[str], str]:
         """The declared locks an advisory key can belong to, and why none when none."""
-        tag = call.tag
         if tag is not None and tag in self.tags:
             return list(self.tags[tag]), ""
         out = []
@@ -171,7 +170,8 @@ class Locker:
         return [], "no declared key has this tag and no family's key is built like it"
 
     def advisory_lock(self, call: AdvisoryCall) -> Seen:
-        found, why = self.family(call)
+        tag = call.tag
+        found, why = self.family(call, tag)
         first = call.parts[0] if call.parts else KeyPart()
         text = first.text if first.text is not None else first.prefix
         # Not interned: a log holds as many keys as objects it locked.
@@ -180,7 +180,7 @@ class Locker:
             "advisory",
             f"advisory {describe(call)}",
             explicit=True,
-            tag=call.tag,
+            tag=tag,
             key_text=text,
             why=why,
         )

@@ -90,6 +90,7 @@ class Prefix:
         self.regex = re.compile(pattern, re.DOTALL)
         # The prefix and the level word after it, in one match: the common case of a line.
         self.line = re.compile(pattern + LEVEL.pattern, re.DOTALL)
+        self.index = dict(self.regex.groupindex)  # the same groups, numbered alike, in both
 
     def _compile(self, spec: str) -> str:
         out: list[str] = []
@@ -147,19 +148,21 @@ class Prefix:
         return self.values(hit)
 
     def values(self, hit: re.Match[str]) -> Values:
-        """The values a match of `regex` or `line` read."""
-        g = hit.groupdict()
-        pid = g.get("p")
-        sline = g.get("l")
+        """The values a match of `regex` or `line` read (the hot path of a stderr log: the
+        groups the setting has, by index, no dictionary)."""
+        get = hit.group
+        idx = self.index
+        pid = get(idx["p"]) if "p" in idx else None
+        sline = get(idx["l"]) if "l" in idx else None
         return Values(
-            pid=int(pid) if pid and len(pid) < 12 else None,
-            session=g.get("c") or "",
-            session_line=int(sline) if sline and len(sline) < 19 else None,
-            vxid=g.get("v") or "",
-            xid=g.get("x") or "",
-            application=g.get("a") or "",
-            user=g.get("u") or "",
-            database=g.get("d") or "",
+            int(pid) if pid and len(pid) < 12 else None,
+            (get(idx["c"]) or "") if "c" in idx else "",
+            int(sline) if sline and len(sline) < 19 else None,
+            (get(idx["v"]) or "") if "v" in idx else "",
+            (get(idx["x"]) or "") if "x" in idx else "",
+            (get(idx["a"]) or "") if "a" in idx else "",
+            (get(idx["u"]) or "") if "u" in idx else "",
+            (get(idx["d"]) or "") if "d" in idx else "",
         )
 
 
