@@ -194,7 +194,8 @@ class Locker:
         if spec.kind == "advisory":
             call = advisory(spec, params, literals)
             # the key as the text alone gives it, for a draft's family (--propose only)
-            static = (advisory(spec) if params or literals else call) if self.static else None
+            # (a literal of the text stays: only the parameters are what the code passes in)
+            static = (advisory(spec, (), literals) if params else call) if self.static else None
             option = "try" if call.tries else None
             how = f"{call.function}(...)"
             return [

@@ -192,7 +192,9 @@ class Proposer:
             prefix, text = _family(d)
             name = next(iter(sorted(d.names)), "")
             path = next(iter(sorted(d.paths)), "")
-            named = prefix or text or name or (f"{path}-key" if path else "")
+            # a key's text names its family by its first word: desired-state:..., lifecycle:...
+            lead = re.match(r"[A-Za-z0-9_-]*", prefix or text or "")
+            named = (lead[0] if lead else "") or name or (f"{path}-key" if path else "")
             base = slug(named or "advisory-key", "advisory-key")
         out, n = base, 2
         while out in taken:
@@ -207,8 +209,9 @@ class Proposer:
         used = self._used()
         drafts = [d for key, d in self.locks.items() if key in used]
         merged: dict[tuple[object, ...], DraftLock] = {}
+        families = {_identity(d): d for d in drafts if _family(d)[0]}
         for d in sorted(drafts, key=lambda d: (d.source, d.line)):
-            same = merged.get(_identity(d))
+            same = merged.get(_identity(d)) or _family_of(d, families)
             if same is None:
                 merged[_identity(d)] = d
                 d.id = self._name(d, taken)
@@ -249,6 +252,22 @@ class Proposer:
 
     def _used(self) -> set[tuple[object, ...]]:
         return set(self.locks)
+
+
+def _family_of(
+    d: DraftLock, families: dict[tuple[object, ...], DraftLock]
+) -> DraftLock | None:
+    """The family a fixed-text advisory draft belongs to: one whose prefix its text starts
+    with, hashed the same way (a statement that wrote one key of the family in full)."""
+    text = _family(d)[1]
+    if d.kind != "advisory" or text is None:
+        return None
+    mine = _identity(d)
+    for key, fam in families.items():
+        fam_prefix, _ = _family(fam)
+        if fam_prefix and text.startswith(fam_prefix) and key[1] == mine[1] and key[4] == mine[4]:
+            return fam if fam.id else None
+    return None
 
 
 def _identity(d: DraftLock) -> tuple[object, ...]:
