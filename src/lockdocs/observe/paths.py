@@ -94,6 +94,7 @@ class PathMatcher:
             for d in ds
         ]
         self._matched: dict[tuple[object, ...], Match] = {}
+        self._declared_of: dict[tuple[object, ...], Declared | None] = {}
         mapping = model.observe if model is not None else None
         self.tags = dict(mapping.tags) if mapping is not None else {}
         self.apps = dict(mapping.applications) if mapping is not None else {}
@@ -124,8 +125,13 @@ class PathMatcher:
     def match(self, t: Transaction, firsts: list[First], candidates: list[Take]) -> Match:
         path, how, words = self.named(t)
         if path is not None and how != "unknown":
-            best = self._best(self.by_path.get(path, []), candidates)
-            return Match(path, how, words, best[1] if best else None)
+            named = (path, tuple((t.took.seen.locks, t.took.mode) for t in candidates))
+            if named not in self._declared_of:
+                if len(self._declared_of) > 10_000:
+                    self._declared_of.clear()
+                best = self._best(self.by_path.get(path, []), candidates)
+                self._declared_of[named] = best[1] if best else None
+            return Match(path, how, words, self._declared_of[named])
         if path is not None:
             return Match(path, "unknown", words)
         takes = [f.take for f in firsts if f.take.took.seen.locks]

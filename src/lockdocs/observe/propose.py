@@ -254,9 +254,7 @@ class Proposer:
         return set(self.locks)
 
 
-def _family_of(
-    d: DraftLock, families: dict[tuple[object, ...], DraftLock]
-) -> DraftLock | None:
+def _family_of(d: DraftLock, families: dict[tuple[object, ...], DraftLock]) -> DraftLock | None:
     """The family a fixed-text advisory draft belongs to: one whose prefix its text starts
     with, hashed the same way (a statement that wrote one key of the family in full)."""
     text = _family(d)[1]
