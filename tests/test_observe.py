@@ -100,8 +100,14 @@ def test_blocks_savepoints_and_statements_of_their_own() -> None:
     )
     assert [(t.ended, t.cut, _locks(t)) for t in txs] == [
         ("statement", "", [("account", "for update")]),
-        ("commit", "", [("ledger", "for update"), ("pool", "exclusive")]),
+        (
+            "commit",
+            "",
+            [("ledger", "for update"), ("account", "for update"), ("pool", "exclusive")],
+        ),
     ]
+    # ROLLBACK TO let the account go: taken in that order, but held by nothing after
+    assert [x.released for x in txs[1].takes] == [False, True, False]
 
 
 def test_an_error_aborts_the_block_and_marks_what_was_asked() -> None:

@@ -53,15 +53,15 @@ class Orders:
     undeclared: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (kind, label)
 
     def add(self, firsts: list[First], first_line: int, path: str | None) -> None:
-        takes: list[tuple[str, str, str | None]] = []
+        takes: list[tuple[str, str, str | None]] = []  # held, in order (the sequence)
         lines: list[int] = []
         source = ""
-        for i, f in enumerate(firsts):
+        for f in firsts:
             lock = f.lock or self._synthetic(f)
             if lock is None:
                 continue
             source = f.take.source
-            for held, held_line in zip([x[0] for x in takes], lines, strict=True):
+            for (held, _, _), held_line in zip(takes, lines, strict=True):
                 w = self.edges.get((held, lock))
                 if w is None:
                     self.edges[(held, lock)] = Witness(
@@ -69,9 +69,10 @@ class Orders:
                     )
                 else:
                     w.count += 1
+            if f.take.released:
+                continue  # let go by ROLLBACK TO: no later take waits while holding it
             takes.append((lock, f.take.took.mode, f.take.took.option))
             lines.append(f.take.line)
-            del i
         if len(takes) < 2:
             return
         key = tuple(takes)

@@ -233,7 +233,8 @@ class Observer:
 
 def _firsts(takes: list[Take], d: Declared | None) -> list[First]:
     """Each lock class's first take, with the declared lock chosen for it: its only one, or
-    the one of several that the path's transaction takes (none when that does not tell)."""
+    the one of several that the path's transaction takes (none when that does not tell). A
+    take a savepoint's rollback let go is still a first take, but held by nothing after it."""
     done: set[object] = set()
     held: list[str] = []
     out: list[First] = []
@@ -248,8 +249,10 @@ def _firsts(takes: list[Take], d: Declared | None) -> list[First]:
         key: object = lock if lock is not None else seen
         if key in done:
             continue
-        done.add(key)
         out.append(First(lock, take, tuple(held)))
+        if take.released:
+            continue
+        done.add(key)
         if lock is not None:
             held.append(lock)
     return out

@@ -40,6 +40,7 @@ class Take:
     shape: int  # the statement's shape number (Shapes.samples has its text)
     name: str = ""  # sqlc's query name, when the statement carries it
     failed: str = ""  # the error that ended the statement ("" when it succeeded)
+    released: bool = False  # ROLLBACK TO a savepoint before it let it go
 
 
 @dataclass
@@ -298,7 +299,10 @@ class Rebuilder:
         elif control == "rollback_to" and savepoint is not None:
             at = _find(s.savepoints, savepoint)
             if at is not None:
-                del block.takes[s.savepoints[at][1] :]
+                # taken, and let go: the order it was taken in counts, the hold does not
+                for take in block.takes[s.savepoints[at][1] :]:
+                    take.released = True
+                s.savepoints[at] = (savepoint, len(block.takes))
                 del s.savepoints[at + 1 :]
                 s.aborted = False
 
