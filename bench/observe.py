@@ -1,6 +1,9 @@
 """Benchmark: `lockdocs observe` on a server log of 1 million logged statements (the
 flagship's paths, as tests/observe_driver.py runs them), in one process, as CI runs it.
 
+With --extended every statement that carries values is an extended-protocol execution (its
+text repeats, its values come in the DETAIL), as psycopg 3 and pgx send them.
+
 Prints one Markdown table: wall and CPU time, statements per CPU second and the process's peak
 memory (os.wait4) at 100,000 and 1,000,000 statements, so memory that grew with the log would
 show.
@@ -43,7 +46,7 @@ HEAD = (
 )
 
 
-def _transaction(rng: random.Random, n: int) -> list[tuple[str, str]]:
+def _transaction(rng: random.Random, n: int, simple: bool = True) -> list[tuple[str, str]]:
     """One transaction's log lines: (kind, text) with kind statement | execute | detail."""
     tag = ""
     kind = n % 4
@@ -60,6 +63,18 @@ def _transaction(rng: random.Random, n: int) -> list[tuple[str, str]]:
             ("detail", f"parameters: $1 = '{lineage}'"),
             ("execute", "SELECT core.end_conferral($1, $2)" + tag),
             ("detail", f"parameters: $1 = '{pool}', $2 = '{lineage}'"),
+            ("statement", "COMMIT"),
+        ]
+    if kind == 1 and not simple:
+        tag = " /*lockdocs_path='reconcile-subscription'*/"
+        sub = f"sub_{rng.randint(1, 10**9)}"
+        return [
+            ("statement", "BEGIN"),
+            ("statement", RENDEZVOUS + tag),
+            ("execute", "SELECT pg_advisory_xact_lock(hashtext($1)::bigint)" + tag),
+            ("detail", f"parameters: $1 = '{sub}'"),
+            ("execute", "SELECT core.update_conferral_bounds($1, 1, 2)" + tag),
+            ("detail", f"parameters: $1 = '{rng.randint(1, 99)}'"),
             ("statement", "COMMIT"),
         ]
     if kind == 1:
@@ -94,13 +109,19 @@ def _transaction(rng: random.Random, n: int) -> list[tuple[str, str]]:
             ("detail", f"parameters: $1 = 'c1', $2 = 'member', $3 = '{rec}'"),
             ("statement", "COMMIT"),
         ]
+    if not simple:
+        return [
+            ("execute", "SELECT * FROM core.grants WHERE grant_id = $1"),
+            ("detail", f"parameters: $1 = '{rng.randint(1, 10**6)}'"),
+            ("statement", "SELECT pg_advisory_xact_lock(28270013247483507)"),
+        ]
     return [
         ("statement", f"SELECT * FROM core.grants WHERE grant_id = {rng.randint(1, 10**6)}"),
         ("statement", "SELECT pg_advisory_xact_lock(28270013247483507)"),
     ]
 
 
-def write_log(path: Path, statements: int, seed: int = 7) -> int:
+def write_log(path: Path, statements: int, seed: int = 7, simple: bool = True) -> int:
     """The log, `statements` logged statements long; returns its size in bytes. Sessions
     interleave statement by statement; an execution's DETAIL follows it at once, as the
     server writes a message and its fields together."""
@@ -116,7 +137,7 @@ def write_log(path: Path, statements: int, seed: int = 7) -> int:
             if item is None:
                 n += 1
                 vxids[s] = f"{s}/{n}"
-                queues[s] = iter(_transaction(rng, n))
+                queues[s] = iter(_transaction(rng, n, simple))
                 continue
             kind, text = item
             parts = [item]
@@ -154,6 +175,13 @@ def _peak_of(log: Path) -> tuple[float, float, float, str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--statements", type=int, nargs="*", default=[100_000, 1_000_000])
+    parser.add_argument(
+        "--extended",
+        action="store_true",
+        help="every statement with literals an extended-protocol execution (one text, many "
+        "parameters), as psycopg 3 and pgx send them; by default a third are simple queries "
+        "with their literals inlined",
+    )
     args = parser.parse_args()
     print(
         f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} CPUs\n"
@@ -164,7 +192,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for count in args.statements:
             log = Path(tmp) / f"server-{count}.log"
-            size = write_log(log, count)
+            size = write_log(log, count, simple=not args.extended)
             seconds, cpu, peak, said = _peak_of(log)
             print(
                 f"| {count:,} | {size / 2**20:.0f} MiB | {seconds:.1f} s | {cpu:.1f} s | "

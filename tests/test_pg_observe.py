@@ -280,3 +280,39 @@ def _rank(mode: str) -> int:
         "AccessExclusiveLock",
     ]
     return order.index(mode)
+
+
+def test_gzip_stdin_and_several_files_in_order(driven: dict[str, Path], tmp_path: Path) -> None:
+    import gzip
+    import subprocess
+    import sys
+
+    text = driven["stderr"].read_bytes()
+    packed = tmp_path / "server.log.gz"
+    packed.write_bytes(gzip.compress(text))
+    code, doc = _findings(packed)
+    assert code == 1
+    assert sorted(d["code"] for d in doc["diagnostics"]) == sorted(PLANTED)
+    # stdin
+    proc = subprocess.run(
+        [sys.executable, "-m", "lockdocs", "observe", "-", "--root", str(REPO), "-f", "json"],
+        input=text,
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert sorted(d["code"] for d in json.loads(proc.stdout)["diagnostics"]) == sorted(PLANTED)
+    # the same log cut in two files between transactions, read in order: the same findings,
+    # each at its line in its file
+    lines = text.decode().splitlines(keepends=True)
+    cut = next(i for i in range(len(lines) // 2, len(lines)) if "statement: COMMIT" in lines[i]) + 1
+    first, second = tmp_path / "a.log", tmp_path / "b.log"
+    first.write_text("".join(lines[:cut]))
+    second.write_text("".join(lines[cut:]))
+    r = run_cli("observe", str(first), str(second), "--root", str(REPO), "-f", "json")
+    found = r.json()["diagnostics"]
+    assert sorted(d["code"] for d in found) == sorted(PLANTED), found
+    for d in found:
+        log = Path(d["file"]) if Path(d["file"]).is_absolute() else tmp_path / Path(d["file"]).name
+        assert PLANTED[d["code"]] in _line(log, d["line"]), d
