@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from lockdocs import model as m
 from lockdocs.analysis.events import Event
@@ -35,9 +36,9 @@ class Declared:
     pairs: set[tuple[str, str]] = field(default_factory=set)  # (held, then taken)
 
 
-@dataclass(frozen=True)
-class First:
-    """A lock class's first take in a transaction, with the declared lock chosen for it."""
+class First(NamedTuple):
+    """A lock class's first take in a transaction, with the declared lock chosen for it (a
+    named tuple: a few are made per transaction)."""
 
     lock: str | None  # None: undeclared, or the log cannot tell which declared lock
     take: Take

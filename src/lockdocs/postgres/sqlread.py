@@ -31,9 +31,9 @@ Node = dict[str, Any]
 MAX_KEY_TEXT = 1 << 20  # a key text longer than this is not hashed (nothing declares one)
 
 
-@dataclass(frozen=True)
-class KeyPart:
-    """One argument of pg_advisory_*: a number, or hashtext/hashtextextended of a text."""
+class KeyPart(NamedTuple):
+    """One argument of pg_advisory_*: a number, or hashtext/hashtextextended of a text. A
+    named tuple: one is made per key a log shows."""
 
     value: int | None = None  # when it is a literal (or computable from literal text)
     function: str | None = None  # hashtext | hashtextextended
@@ -42,8 +42,9 @@ class KeyPart:
     seed: int = 0
 
 
-@dataclass(frozen=True)
-class AdvisoryCall:
+class AdvisoryCall(NamedTuple):
+    """One pg_advisory_* call with its key (a named tuple: one per key a log shows)."""
+
     function: str
     scope: str  # transaction | session
     mode: str  # shared | exclusive
