@@ -64,13 +64,19 @@ def parameters(detail: str) -> tuple[str | None, ...]:
     out: dict[int, str | None] = {}
     if "''" not in s:
         end = 0
+        values: list[str | None] = []
+        in_order = True
         for hit in _SIMPLE.finditer(s):
             if hit.start() != end:
                 break
             end = hit.end()
-            out[int(hit[1])] = hit[2] if hit.lastindex == 2 else None
+            number = int(hit[1])
+            value = hit[2] if hit.lastindex == 2 else None
+            in_order = in_order and number == len(values) + 1
+            values.append(value)
+            out[number] = value
         if end == len(s):
-            return _ordered(out)
+            return tuple(values) if in_order else _ordered(out)
         out.clear()
     i, n = 0, len(s)
     while i < n:
