@@ -71,10 +71,10 @@ def parameters(detail: str) -> tuple[str | None, ...]:
                 break
             end = hit.end()
             number = int(hit[1])
-            value = hit[2] if hit.lastindex == 2 else None
+            found = hit[2] if hit.lastindex == 2 else None
             in_order = in_order and number == len(values) + 1
-            values.append(value)
-            out[number] = value
+            values.append(found)
+            out[number] = found
         if end == len(s):
             return tuple(values) if in_order else _ordered(out)
         out.clear()
