@@ -6,6 +6,7 @@ whole on real server logs."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -229,3 +230,172 @@ def test_an_exception_waives_an_observed_finding_and_is_never_stale_in_check(
     assert r.code == 0, r.out
     assert "(waived by exception 1)" in r.out or "waived" in r.out
     assert "LD401" not in run_cli("check", "--no-drift", cwd=root).out
+
+
+# --- takes that order nothing: a row of the transaction's own, a foreign-key re-check -------
+
+LEDGER_LOCKS = """lockdocs: 1
+page: {title: Ledger}
+locks:
+  tenant:
+    title: Tenant row
+    kind: row
+    table: app.tenants
+    modes: {for key share: the foreign key of a transfer}
+    references: [{table: app.transfers, column: tenant_id}]
+  account:
+    title: Account row
+    kind: row
+    table: app.accounts
+    modes: {for no key update: balance changes, for update: closing}
+  transfer:
+    title: Transfer row
+    kind: row
+    table: app.transfers
+    modes: {for update: its own insert and its settling, for no key update: cancels}
+  ledger:
+    title: Ledger row
+    kind: row
+    table: app.ledgers
+    modes: {for update: postings}
+"""
+LEDGER_PATHS = """group: Ledger
+paths:
+  move:
+    title: Move money
+    steps:
+      - take: account
+        mode: for no key update
+      - write: transfer
+        insert: app.transfers
+      - take: transfer
+        mode: for update
+        inserted: true
+      - write: status
+        update: app.transfers
+        columns: [status]
+      - commit
+  settle:
+    title: Settle
+    steps:
+      - take: transfer
+        mode: for update
+      - write: status
+        update: app.transfers
+        columns: [status]
+      - write: settled
+        update: app.transfers
+        columns: [settled_at]
+      - commit
+  post:
+    title: Post
+    steps:
+      - take: account
+        mode: for update
+      - take: ledger
+      - commit
+"""
+ACCOUNT_NK = "SELECT 1 FROM app.accounts WHERE id = 1 FOR NO KEY UPDATE"
+INSERT_TRANSFER = "INSERT INTO app.transfers (id, tenant_id) VALUES (7, 1)"
+OWN_TRANSFER = "SELECT 1 FROM app.transfers WHERE id = 7 FOR UPDATE"
+STATUS = "UPDATE app.transfers SET status = 'x' WHERE id = 7"
+SETTLED = "UPDATE app.transfers SET settled_at = now() WHERE id = 7"
+
+
+def _ledger(tmp_path: Path, log: str) -> tuple[Path, dict[str, object]]:
+    root = write_project(
+        tmp_path / "p",
+        {"locks.yaml": LEDGER_LOCKS, "paths/ledger.yaml": LEDGER_PATHS, "server.log": log},
+    )
+    from typer.testing import CliRunner
+
+    from lockdocs.cli import app
+
+    log_file = str(root / "server.log")
+    r = CliRunner().invoke(app, ["observe", log_file, "-f", "json", "--root", str(root)])
+    assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
+    assert r.exit_code in (0, 1), r.stderr
+    return root, json.loads(r.stdout)
+
+
+def test_a_foreign_key_recheck_is_derived_only_after_a_write_of_the_table(tmp_path: Path) -> None:
+    root = write_project(
+        tmp_path / "p", {"locks.yaml": LEDGER_LOCKS, "paths/ledger.yaml": LEDGER_PATHS}
+    )
+    shapes = Shapes(Locker(check(root, drift=False).model, None))
+    log = _log(
+        (1, 1, f"LOG:  statement: {STATUS}"),  # a row another transaction wrote: no re-check
+        (1, 2, f"LOG:  statement: BEGIN; {INSERT_TRANSFER}; {STATUS}; {SETTLED}; COMMIT"),
+        (1, 3, f"LOG:  statement: BEGIN; {STATUS}; {SETTLED}; COMMIT"),
+    )
+    first, inserted, updated = rebuild(entries(log), shapes)
+    assert [(x.took.seen.locks, x.took.recheck) for x in first.takes] == [(("transfer",), None)]
+    # the insert's own foreign key is certain; the updates after it are possible re-checks
+    assert [(x.took.seen.locks, x.took.mode, x.took.recheck) for x in inserted.takes] == [
+        (("tenant",), "for key share", None),
+        (("transfer",), "for no key update", None),
+        (("tenant",), "for key share", "app.transfers"),
+        (("transfer",), "for no key update", None),
+        (("tenant",), "for key share", "app.transfers"),
+    ]
+    assert [(x.took.seen.locks, x.took.recheck) for x in updated.takes] == [
+        (("transfer",), None),
+        (("transfer",), None),
+        (("tenant",), "app.transfers"),
+    ]
+
+
+def test_inserted_rows_and_rechecks_order_nothing(tmp_path: Path) -> None:
+    tag = " /*lockdocs_path='{}'*/"
+    _, doc = _ledger(
+        tmp_path,
+        _log(
+            # move: its own transfer row, FOR UPDATE while it holds the account (inserted: true)
+            (1, 1, "LOG:  statement: BEGIN"),
+            (1, 2, f"LOG:  statement: {ACCOUNT_NK}{tag.format('move')}"),
+            (1, 3, f"LOG:  statement: {INSERT_TRANSFER}"),
+            (1, 4, f"LOG:  statement: {OWN_TRANSFER}"),
+            (1, 5, f"LOG:  statement: {STATUS}"),
+            (1, 6, "LOG:  statement: COMMIT"),
+            # settle: the second update re-checks the tenant, as the path's steps derive
+            (2, 1, "LOG:  statement: BEGIN"),
+            (2, 2, f"LOG:  statement: {OWN_TRANSFER}{tag.format('settle')}"),
+            (2, 3, f"LOG:  statement: {STATUS}"),
+            (2, 4, f"LOG:  statement: {SETTLED}"),
+            (2, 5, "LOG:  statement: COMMIT"),
+            # no path: a possible re-check while holding the account is no order either
+            (3, 1, "LOG:  statement: BEGIN"),
+            (3, 2, f"LOG:  statement: {STATUS}"),
+            (3, 3, "LOG:  statement: SELECT 1 FROM app.ledgers WHERE id = 1 FOR UPDATE"),
+            (3, 4, f"LOG:  statement: {SETTLED}"),
+            (3, 5, "LOG:  statement: COMMIT"),
+        ),
+    )
+    found = [(d["code"], d["line"], d["locks"]) for d in doc["diagnostics"]]  # type: ignore[index]
+    # only the real one: the ledger after the transfer row, which no path does
+    assert found == [("LD801", 14, ["transfer", "ledger"])], found
+    coverage = doc["coverage"]
+    assert coverage["edges"]["counts"]["transfer -> tenant"] == 2  # type: ignore[index]
+    assert coverage["paths"]["counts"] == {"move": 1, "post": 0, "settle": 1}  # type: ignore[index]
+
+
+def test_a_deadlock_is_reported_at_the_undeclared_order(tmp_path: Path) -> None:
+    tag = " /*lockdocs_path='post'*/"
+    _, doc = _ledger(
+        tmp_path,
+        _log(
+            (1, 1, "LOG:  statement: BEGIN"),
+            (1, 2, f"LOG:  statement: SELECT 1 FROM app.accounts WHERE id = 1 FOR UPDATE{tag}"),
+            (1, 3, "LOG:  statement: SELECT 1 FROM app.ledgers WHERE id = 1 FOR UPDATE"),
+            (1, 4, "LOG:  statement: COMMIT"),
+            (2, 1, "LOG:  statement: BEGIN"),
+            (2, 2, "LOG:  statement: SELECT 1 FROM app.ledgers WHERE id = 2 FOR UPDATE"),
+            (2, 3, "LOG:  statement: SELECT 1 FROM app.accounts WHERE id = 2 FOR UPDATE"),
+            (2, 4, "LOG:  statement: COMMIT"),
+        ),
+    )
+    found = {d["code"]: d for d in doc["diagnostics"]}  # type: ignore[attr-defined]
+    assert sorted(found) == ["LD801", "LD802"]
+    assert found["LD801"]["line"] == found["LD802"]["line"] == 7
+    # the tagged transaction's hop, where the cycle search began, is among the related places
+    assert 3 in [r["line"] for r in found["LD802"]["related"]]

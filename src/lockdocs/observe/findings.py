@@ -43,19 +43,29 @@ def undeclared_order(pair: tuple[str, str], w: Witness) -> Diagnostic:
     )
 
 
-def deadlock(d: Diagnostic) -> Diagnostic:
-    """An LD201 cycle of the model with the observed sequences added, as LD802."""
+def deadlock(d: Diagnostic, witnesses: set[tuple[str, int]]) -> Diagnostic:
+    """An LD201 cycle of the model with the observed sequences added, as LD802: at the hop
+    that takes an undeclared order (a log line of `witnesses`), where the cycle search put it
+    at another hop (a transaction that follows its declared path)."""
+    location, related = d.location, d.related
+    if (location.file, location.line) not in witnesses:
+        for i, r in enumerate(related):
+            if (r.location.file, r.location.line) in witnesses:
+                first = Related(location, "the cycle's first hop waits here")
+                location = r.location
+                related = (first, *related[:i], *related[i + 1 :])
+                break
     return Diagnostic(
         "LD802",
         Severity.ERROR,
         "logged transactions can deadlock: " + d.message,
-        d.location,
+        location,
         "the log shows an order the declarations lack; declare it and fix the order the "
         f"code takes its locks in ({PROPOSE}; lockdocs replay runs it once declared)",
         details=d.details,
         paths=d.paths,
         locks=d.locks,
-        related=d.related,
+        related=related,
         threads=d.threads,
         extra=d.extra,
     )

@@ -3,7 +3,10 @@
 A row lock belongs to the declared row lock of its table; an UPDATE takes FOR UPDATE when it
 sets a column of a unique key the scanned DDL of `code:` shows, else FOR NO KEY UPDATE; an
 INSERT or UPDATE of a child table that a declared `references:` names takes FOR KEY SHARE on
-the parent's lock; LOCK TABLE and DDL take table locks. An advisory lock belongs to the lock
+the parent's lock, and an UPDATE that leaves the referencing column alone takes it again when
+its transaction wrote the table before (`rechecks`: Postgres re-checks the foreign keys of a
+row version the transaction created itself; the log cannot say whether it is the same row, so
+such a take is a possible one, `Took.recheck`); LOCK TABLE and DDL take table locks. An advisory lock belongs to the lock
 whose fixed key has its tag, or to the families whose construction, prefix and seed fit the
 key computed from the statement (several bare families fit one key: the lock is then any of
 them, and the transaction's path may tell which). A call of a SQL function that `code:`
@@ -50,6 +53,9 @@ class Took:
     many: bool = False  # one statement locked several rows (an array of keys as a parameter)
     call: AdvisoryCall | None = None  # an advisory lock's key, as computed
     static: AdvisoryCall | None = None  # and as its statement's text alone gives it
+    # a foreign-key re-check of an UPDATE of this child table, taken only if the row is one
+    # its transaction wrote before (the log cannot tell): a possible take, never a certain one
+    recheck: str | None = None
 
 
 def _text_of(part: KeyPart) -> str:
@@ -150,6 +156,21 @@ class Locker:
                 how = f"{'INSERT' if implicit == 'insert' else 'UPDATE'} into {table} (foreign key)"
                 out.append(Took(seen, "for key share", how=how))
         return out
+
+    def rechecks(self, table: str, columns: Sequence[str]) -> tuple[Took, ...]:
+        """The parents' FOR KEY SHARE of an UPDATE of `table` that sets `columns`, where the
+        update leaves the referencing column alone: Postgres takes them only when the updated
+        row version is one its transaction created (an insert, or an earlier update)."""
+        out = []
+        for lid, parent, ref in self.references:
+            if not same_table(table, ref.table) or ref.column is None or ref.column in columns:
+                continue  # another table, or foreign_keys() derives it for every update
+            seen = self._intern(
+                Seen((lid,), "row", f"row lock on {parent}", parent, explicit=False)
+            )
+            how = f"UPDATE of {table} (foreign-key re-check of a row the transaction wrote)"
+            out.append(Took(seen, "for key share", how=how, recheck=table))
+        return tuple(out)
 
     # --- advisory locks -----------------------------------------------------------------
 

@@ -2,7 +2,11 @@
 
 Every transaction adds an edge A -> B for each lock B it took first while it held A (lockdep's
 chains, by lock class: the log does not say which row, so a class taken again is the lock it
-already holds). An edge no declared path has is an undeclared order (LD801). Each distinct
+already holds). An edge no declared path has is an undeclared order (LD801). Two kinds of take
+order nothing: a row the transaction's path says it inserted itself (nobody else can see it,
+so nobody waits for it), and a foreign-key re-check the log cannot confirm (Postgres makes it
+only if the updated row is one the transaction wrote); the second still counts for coverage
+along the declared orders. Each distinct
 sequence of first takes becomes a path of its own, located at its log lines, beside the
 declared ones in a copy of the model; the same cycle search `lockdocs check` runs (modes,
 gates and queues included) then finds the cycles that need an observed order (LD802): a
@@ -51,12 +55,18 @@ class Orders:
     sequences: dict[tuple[tuple[str, str, str | None], ...], Sequence] = field(default_factory=dict)
     dropped: int = 0  # sequences beyond MAX_SEQUENCES, not searched
     undeclared: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (kind, label)
+    # the declared orders: a possible take (a foreign-key re-check) counts only along them
+    declared: set[tuple[str, str]] = field(default_factory=set)
 
     def add(self, firsts: list[First], first_line: int, path: str | None) -> None:
         takes: list[tuple[str, str, str | None]] = []  # held, in order (the sequence)
         lines: list[int] = []
         source = ""
         for f in firsts:
+            if f.quiet:
+                if f.quiet == "recheck" and f.lock is not None:
+                    self._maybe(f.lock, f, takes, lines, first_line, path)
+                continue  # a row of its own makes no order; a possible take no finding
             lock = f.lock or self._synthetic(f)
             if lock is None:
                 continue
@@ -83,6 +93,28 @@ class Orders:
             self.sequences[key] = Sequence(key, tuple(lines), source, first_line, path)
         else:
             self.dropped += 1
+
+    def _maybe(
+        self,
+        lock: str,
+        f: First,
+        takes: list[tuple[str, str, str | None]],
+        lines: list[int],
+        first_line: int,
+        path: str | None,
+    ) -> None:
+        """A foreign-key re-check the log cannot confirm: seen along a declared order (for
+        coverage), never the witness of an undeclared one nor a step of a sequence."""
+        for (held, _, _), held_line in zip(takes, lines, strict=True):
+            if (held, lock) not in self.declared:
+                continue
+            w = self.edges.get((held, lock))
+            if w is None:
+                self.edges[(held, lock)] = Witness(
+                    f.take.source, held_line, f.take.line, first_line, path
+                )
+            else:
+                w.count += 1
 
     def _synthetic(self, f: First) -> str | None:
         """An undeclared lock taken explicitly joins the search under a name of its own."""

@@ -8,7 +8,9 @@ path (the flattened steps: branches, loops and `run:` included); the best match 
 how sure it is, and a tie is said as a tie, never broken by a guess.
 
 A transaction of a known path departs from it by taking a lock its steps lack, a lock in a
-mode its steps do not take it in, or two locks in the order its steps reverse.
+mode its steps do not take it in, or two locks in the order its steps reverse. A lock the path
+takes only on a row it inserted itself (`inserted: true`) is one the analysis gives no order:
+a transaction of the path that takes it departs from nothing, and orders nothing by it.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ class Declared:
     modes: dict[str, set[str]] = field(default_factory=dict)  # lock -> the modes taken in
     where: dict[str, Location] = field(default_factory=dict)  # lock -> its first step
     pairs: set[tuple[str, str]] = field(default_factory=set)  # (held, then taken)
+    # the locks the path takes only on rows it inserted (inserted: true): no event, no order
+    private: frozenset[str] = frozenset()
 
 
 class First(NamedTuple):
@@ -43,6 +47,10 @@ class First(NamedTuple):
     lock: str | None  # None: undeclared, or the log cannot tell which declared lock
     take: Take
     held: tuple[str, ...]  # the declared locks held then (chosen ones only)
+    # "": a take that orders; "recheck": a foreign-key re-check the log cannot confirm;
+    # "inserted": a row the path's steps say the transaction inserted itself. Neither is held
+    # for an order, a departure or a deadlock.
+    quiet: str = ""
 
 
 @dataclass(frozen=True)
@@ -81,7 +89,34 @@ def profiles(model: m.Model, events: Iterable[Event]) -> dict[str, list[Declared
     for (path, _), d in sorted(out.items()):
         if path in model.paths:
             by_path.setdefault(path, []).append(d)
+    for path_id, declared in model.paths.items():
+        inserted = _inserted(model, declared.steps, {path_id})
+        if not inserted:
+            continue
+        if path_id not in by_path:
+            by_path[path_id] = [Declared(path_id, 0)]
+        for d in by_path[path_id]:
+            d.private = frozenset(inserted - set(d.modes))
     return by_path
+
+
+def _inserted(model: m.Model, steps: Iterable[m.Step], seen: set[str]) -> set[str]:
+    """The locks of the `inserted: true` takes of some steps, `run:` paths included."""
+    out: set[str] = set()
+    for step in steps:
+        if isinstance(step, m.Take):
+            if step.inserted:
+                out.add(step.lock)
+        elif isinstance(step, m.Loop):
+            out |= _inserted(model, step.steps, seen)
+        elif isinstance(step, m.Branches):
+            out |= _inserted(model, step.statement, seen)
+            for _, alternative in step.alternatives:
+                out |= _inserted(model, alternative, seen)
+        elif isinstance(step, m.Run) and step.path in model.paths and step.path not in seen:
+            seen.add(step.path)
+            out |= _inserted(model, model.paths[step.path].steps, seen)
+    return out
 
 
 class PathMatcher:
@@ -135,7 +170,7 @@ class PathMatcher:
             return Match(path, how, words, self._declared_of[named])
         if path is not None:
             return Match(path, "unknown", words)
-        takes = [f.take for f in firsts if f.take.took.seen.locks]
+        takes = [f.take for f in firsts if f.take.took.seen.locks and not f.quiet]
         if not takes:
             return Match(None, "none", "it takes no declared lock")
         # One score per distinct sequence: a log repeats a few sequences many times.
@@ -185,7 +220,7 @@ class PathMatcher:
         taken: list[str] = []
         for f in firsts:
             seen = f.take.took.seen
-            if not seen.locks:
+            if not seen.locks or f.quiet:
                 continue
             lock = (
                 f.lock
@@ -218,6 +253,8 @@ def _score(d: Declared, takes: list[Take]) -> tuple[tuple[float, int, int], str]
         if hit is not None:
             fit += 1
             chosen.append(hit)
+        elif any(lk in d.private for lk in t.took.seen.locks):
+            fit += 1  # a row the path inserts itself: it fits, in no order
     reversed_ = sum(
         1
         for i, a in enumerate(chosen)

@@ -80,7 +80,7 @@ class Observer:
             if model is not None
             else None
         )
-        self.orders = Orders()
+        self.orders = Orders(declared=self.declared_pairs)
         self.proposer = Proposer(self.locker, self.shapes) if propose else None
         self.undeclared: dict[tuple[str, int, str], tuple[Seen, Take, int]] = {}
         self.departures: dict[tuple[str, str, str, str | None, int], tuple[Any, int]] = {}
@@ -116,23 +116,29 @@ class Observer:
         if not t.takes:
             return
         rough = _firsts(t.takes, None)
-        match = self.matcher.match(t, rough, [x.take for x in rough])
+        match = self.matcher.match(t, rough, [x.take for x in rough if not x.quiet])
         self.matches[match.how] = self.matches.get(match.how, 0) + 1
         ambiguous = any(len(x.take.took.seen.locks) > 1 for x in rough)
         firsts = _firsts(t.takes, match.declared) if match.declared and ambiguous else rough
+        path = match.path if match.how not in ("unknown", "ambiguous", "none", "partial") else None
+        declared = match.declared if path is not None else None
+        if declared is not None and declared.private:
+            firsts = [_inserted(x, declared) for x in firsts]
         if match.how == "unknown" and match.path is not None:
             self._unknown_path(match.path, t)
         if self.coverage is not None:
             for x in firsts:
-                if x.lock is not None:
+                # a re-check counts where the path's steps take the lock (they derive it too)
+                if x.lock is not None and (
+                    x.quiet != "recheck" or (declared is not None and x.lock in declared.modes)
+                ):
                     self.coverage.lock(x.lock)
-            if match.path is not None and match.how not in ("unknown", "partial"):
-                self.coverage.path(match.path)
+            if path is not None:
+                self.coverage.path(path)
         self._undeclared(t)
         if match.declared is not None and match.how in ("tag", "mapping", "application_name"):
             self._departures(match, firsts)
         self._keys(firsts)
-        path = match.path if match.how not in ("unknown", "ambiguous", "none", "partial") else None
         self.orders.add(firsts, t.line, path)
         if self.proposer is not None:
             self.proposer.add(t, firsts, match)
@@ -181,10 +187,15 @@ class Observer:
 
     def finish(self, root: Path | None) -> Observed:
         out: list[Diagnostic] = []
+        witnesses = set()
         for pair, w in self.orders.undeclared_orders(self.declared_pairs):
             out.append(f.undeclared_order(pair, w))
+            witnesses.add((w.source, w.line))
         if self.model is not None:
-            out += [f.deadlock(d) for d in self.orders.cycles(self.model, self.declared_cycles)]
+            out += [
+                f.deadlock(d, witnesses)
+                for d in self.orders.cycles(self.model, self.declared_cycles)
+            ]
         for seen, take, count in self.undeclared.values():
             out.append(
                 f.undeclared_lock(seen, take, self.shapes.samples.get(take.shape, ""), count)
@@ -236,6 +247,7 @@ def _firsts(takes: list[Take], d: Declared | None) -> list[First]:
     the one of several that the path's transaction takes (none when that does not tell). A
     take a savepoint's rollback let go is still a first take, but held by nothing after it."""
     done: set[object] = set()
+    maybe: set[object] = set()
     held: list[str] = []
     out: list[First] = []
     for take in takes:
@@ -249,6 +261,12 @@ def _firsts(takes: list[Take], d: Declared | None) -> list[First]:
         key: object = lock if lock is not None else seen
         if key in done:
             continue
+        if take.took.recheck is not None:
+            # a possible take: said once, held by nothing; a later certain take is the first
+            if key not in maybe:
+                maybe.add(key)
+                out.append(First(lock, take, tuple(held), "recheck"))
+            continue
         out.append(First(lock, take, tuple(held)))
         if take.released:
             continue
@@ -256,6 +274,13 @@ def _firsts(takes: list[Take], d: Declared | None) -> list[First]:
         if lock is not None:
             held.append(lock)
     return out
+
+
+def _inserted(first: First, d: Declared) -> First:
+    """A first take of a lock the path's steps take only on a row it inserted itself."""
+    if first.lock is not None and first.lock in d.private and not first.quiet:
+        return first._replace(quiet="inserted")
+    return first
 
 
 def _located(d: Diagnostic, root: Path | None) -> Diagnostic:

@@ -57,6 +57,7 @@ class Transaction:
     statements: int = 0
     unread: list[tuple[int, str]] = field(default_factory=list)  # (line, why) not read
     end_line: int = 0
+    written: set[str] = field(default_factory=set)  # the tables it inserted into or updated
 
 
 @dataclass
@@ -218,6 +219,14 @@ class Rebuilder:
             s.last_takes = (target, len(target.takes))
             for took in self.shapes.took(step, params, plan.literals):
                 target.takes.append(Take(took, e.source, e.line, plan.shape, plan.name))
+            if step.writes:
+                # an update of a table the transaction wrote before: maybe a row it wrote, which
+                # Postgres checks the foreign keys of again
+                for table, again in step.rechecks:
+                    if table in target.written:
+                        for took in again:
+                            target.takes.append(Take(took, e.source, e.line, plan.shape, plan.name))
+                target.written.update(step.writes)
             target.end_line = e.line
             if target is not s.block and target is not implicit:
                 self._close_single(s, target)
@@ -265,6 +274,7 @@ class Rebuilder:
                 block = s.unknown[0]
                 for later in s.unknown[1:]:
                     block.takes.extend(later.takes)
+                    block.written |= later.written
                     block.statements += later.statements
                     block.unread.extend(later.unread)
                     for k, v in later.tags.items():

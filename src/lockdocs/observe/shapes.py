@@ -39,6 +39,10 @@ class Step:
     needs: tuple[int, ...] = ()  # indexes into statement.locks resolved per execution
     statement: Statement | None = None
     keyed: tuple[LockSpec, ...] = ()  # the specs of `needs`, their literals as Literal nodes
+    writes: tuple[str, ...] = ()  # the tables it inserts into or updates
+    # per table it updates: the foreign-key re-checks it takes if its transaction wrote the
+    # table before (Locker.rechecks)
+    rechecks: tuple[tuple[str, tuple[Took, ...]], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +146,20 @@ class Shapes:
             took.extend(self.locker.took(spec))
         for name in s.calls:
             took.extend(self.locker.function(name))
-        return Step(took=tuple(took), needs=tuple(needs), statement=s)
+        written = [spec for spec in s.locks if spec.kind == "write" and spec.table]
+        rechecks = []
+        for spec in written:
+            if spec.implicit in ("update", "upsert"):
+                again = self.locker.rechecks(spec.table or "", spec.columns)
+                if again:
+                    rechecks.append((spec.table or "", again))
+        return Step(
+            took=tuple(took),
+            needs=tuple(needs),
+            statement=s,
+            writes=tuple(dict.fromkeys(spec.table or "" for spec in written)),
+            rechecks=tuple(rechecks),
+        )
 
     def took(
         self, step: Step, params: Sequence[str | None], literals: Sequence[object] = ()

@@ -90,7 +90,10 @@ _doc(
     "Collects, from every transaction in the log, each lock taken while another was held "
     "(held A, then took B), by lock class as lockdep does. Reports an order between two "
     "declared locks that no declared path takes, at the log line where B was taken, with the "
-    "line where A was; one finding per order, however often it ran.",
+    "line where A was; one finding per order, however often it ran. A take that orders "
+    "nothing in the analysis orders nothing here: a lock the transaction's path takes only on "
+    "a row it inserted itself (inserted: true), and a foreign-key re-check the log cannot "
+    "confirm (an update of a table the transaction wrote before).",
     "An order the declarations do not have is invisible to `lockdocs check`: the cycle it may "
     "close with another path, and the page's account of the order, are both incomplete. The "
     "declarations are missing a path or a step.",
@@ -115,7 +118,8 @@ _doc(
     "lines, and runs the same cycle search as LD201 over them and the declared paths "
     "together: modes, gate locks and row queues included. Reports each cycle that needs an "
     "observed order and that `lockdocs check` does not already report on the same locks, "
-    "with its proof: the transactions' log lines, hop by hop. `lockdocs observe --propose` "
+    "with its proof: the transactions' log lines, hop by hop. It is reported at the log line "
+    "that takes the undeclared order, beside its LD801. `lockdocs observe --propose` "
     "drafts the observed paths, and `lockdocs replay` runs the cycle on a live server once "
     "they are declared.",
     "It is a deadlock the declarations missed: the application can run it today, and under "
@@ -163,7 +167,9 @@ _doc(
     "application_name that locks.yaml's `observe:` maps, or an application_name that is a "
     "path id), compares the locks it took, in order, with the path's steps: a declared lock "
     "the steps do not take, a mode the steps do not take it in, or two locks in the order "
-    "the steps reverse. Reported at the log line, naming the path's step.",
+    "the steps reverse. Reported at the log line, naming the path's step. A lock the steps "
+    "take only on a row the transaction inserted itself (inserted: true) is no departure, in "
+    "any order.",
     "The page documents what the code does not do: a reviewer reasons about orders that are "
     "not the real ones, and the analysis checks a path that does not run.",
     {
