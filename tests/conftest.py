@@ -60,6 +60,24 @@ def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str | None] | No
     return Run(proc.returncode, proc.stdout, proc.stderr)
 
 
+def invoke(*args: str, cwd: Path | None = None) -> Run:
+    """The command line in this process (typer's runner, in `cwd`): for tests of what a
+    command reports, where starting Python again would only cost time. A traceback fails."""
+    import contextlib
+
+    from typer.testing import CliRunner
+
+    from lockdocs.cli import app
+
+    with contextlib.chdir(cwd or REPO):
+        result = CliRunner().invoke(app, list(args))
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise AssertionError(f"lockdocs {' '.join(args)} raised {result.exception!r}") from (
+            result.exception
+        )
+    return Run(result.exit_code, result.stdout, result.stderr)
+
+
 def write_project(root: Path, files: dict[str, str | bytes]) -> Path:
     for name, content in files.items():
         target = root / name

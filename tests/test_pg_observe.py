@@ -1,10 +1,11 @@
-"""`lockdocs observe` on real server logs: a throwaway cluster logs every statement
-(log_statement = 'all') in stderr, csvlog and jsonlog while tests/observe_driver.py runs the
-flagship's code/ functions and sqlc queries as concurrent transactions; observe finds each
-planted problem at its log line (an undeclared order that closes a cycle, an undeclared row
-lock, a tagged path in another mode) and nothing on the transactions that follow their paths,
-under several log_line_prefix settings; --propose drafts declarations `lockdocs check`
-accepts; and the table locks observe reads from DDL are the ones the server takes."""
+"""`lockdocs observe` on real server logs: the session's throwaway cluster (pg_server) logs
+every statement (log_statement = 'all') in stderr, csvlog and jsonlog while
+tests/observe_driver.py runs the flagship's code/ functions and sqlc queries as concurrent
+transactions; observe finds each planted problem at its log line (an undeclared order that
+closes a cycle, an undeclared row lock, a tagged path in another mode) and nothing on the
+transactions that follow their paths, under several log_line_prefix settings; --propose
+drafts declarations `lockdocs check` accepts; and the table locks observe reads from DDL are
+the ones the server takes."""
 
 from __future__ import annotations
 
@@ -12,14 +13,15 @@ import json
 import shutil
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
 import pytest
 
 import observe_driver as driver
-from conftest import REPO, _no_postgres, run_cli
-from lockdocs.postgres.server import Server, ServerUnavailable, throwaway_server
+from conftest import REPO, invoke, run_cli
+from lockdocs.postgres.server import Server
 from lockdocs.postgres.sqlread import statements
 
 FORMATS = ("stderr", "csvlog", "jsonlog")
@@ -32,21 +34,36 @@ PLANTED = {
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Server]:
-    settings = {"log_statement": "'all'", "log_line_prefix": "'%m [%p] %l %v %x %a '"}
+def cluster(pg_server: Server) -> Iterator[Server]:
+    """The session's server with the driver's database; the log settings are turned on only
+    while a test drives it (`_logging`), so other tests' logs stay as they were."""
+    with pg_server.connect() as conn:
+        conn.execute("drop database if exists shop with (force)")
+        conn.execute("create database shop")
+    driver.setup(pg_server.dsn_for("shop"))
     try:
-        ctx = throwaway_server(settings)
-        server = ctx.__enter__()
-    except ServerUnavailable as exc:
-        _no_postgres(f"no PostgreSQL server can run here: {exc}")
-        raise AssertionError("unreachable") from None
-    try:
-        with server.connect() as conn:
-            conn.execute("create database shop")
-        driver.setup(server.dsn_for("shop"))
-        yield server
+        yield pg_server
     finally:
-        ctx.__exit__(None, None, None)
+        with pg_server.connect() as conn:
+            conn.execute("drop database if exists shop with (force)")
+
+
+PREFIX = "%m [%p] %l %v %x %a "
+
+
+@contextmanager
+def _logging(server: Server, prefix: str = PREFIX) -> Iterator[None]:
+    """Every statement logged, with this log_line_prefix; the settings as they were after."""
+    with server.connect() as conn:
+        was = {
+            name: conn.execute("select current_setting(%s)", (name,)).fetchone()[0]  # type: ignore[index]
+            for name in ("log_statement", "log_line_prefix")
+        }
+    server.reload(log_statement="'all'", log_line_prefix=f"'{prefix}'")
+    try:
+        yield
+    finally:
+        server.reload(**{k: "'" + v.replace("'", "''") + "'" for k, v in was.items()})
 
 
 def _sizes(server: Server) -> dict[str, int]:
@@ -76,9 +93,10 @@ def _slices(server: Server, before: dict[str, int], out: Path) -> dict[str, Path
 
 @pytest.fixture(scope="module")
 def driven(cluster: Server, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    before = _sizes(cluster)
-    driver.drive(cluster.dsn_for("shop"))
-    return _slices(cluster, before, tmp_path_factory.mktemp("driven"))
+    with _logging(cluster):
+        before = _sizes(cluster)
+        driver.drive(cluster.dsn_for("shop"))
+        return _slices(cluster, before, tmp_path_factory.mktemp("driven"))
 
 
 def _line(path: Path, n: int) -> str:
@@ -90,8 +108,7 @@ def _line(path: Path, n: int) -> str:
 
 
 def _findings(log: Path, *args: str, root: Path = REPO) -> tuple[int, dict[str, object]]:
-    r = run_cli("observe", str(log), "--root", str(root), "--format", "json", *args)
-    assert "Traceback" not in r.err, r.err
+    r = invoke("observe", str(log), "--root", str(root), "--format", "json", *args)
     return r.code, r.json()
 
 
@@ -135,7 +152,7 @@ def test_the_text_report_shows_the_proof_and_the_coverage(driven: dict[str, Path
     assert "coverage: " in r.out and "declared paths seen; never seen: " in r.out
     assert r.out.rstrip().endswith("2 errors, 2 warnings, 0 info, 0 waived")
     for fmt in ("github", "sarif"):
-        assert run_cli("observe", str(driven["stderr"]), "-f", fmt, "--root", str(REPO)).code == 1
+        assert invoke("observe", str(driven["stderr"]), "-f", fmt, "--root", str(REPO)).code == 1
 
 
 @pytest.mark.parametrize(
@@ -150,22 +167,19 @@ def test_the_text_report_shows_the_proof_and_the_coverage(driven: dict[str, Path
 def test_other_log_line_prefixes(
     cluster: Server, tmp_path: Path, prefix: str, option: bool
 ) -> None:
-    cluster.reload(log_line_prefix=f"'{prefix}'")
-    try:
+    with _logging(cluster, prefix):
         before = _sizes(cluster)
         driver.planted(cluster.dsn_for("shop"))
         app = driver.App(cluster.dsn_for("shop"))
         app.run("revoke-grant", lambda a: driver.revoke_grant(a, 3, 12, 102))
         app.conn.close()
         log = _slices(cluster, before, tmp_path)["stderr"]
-    finally:
-        cluster.reload(log_line_prefix="'%m [%p] %l %v %x %a '")
     args = ("--log-line-prefix", prefix) if option else ()
     code, doc = _findings(log, *args)
     assert code == 1
     _assert_planted(log, doc)
     if option:  # without the setting, lines that show no [pid] cannot be told apart
-        r = run_cli("observe", str(log), "--root", str(REPO))
+        r = invoke("observe", str(log), "--root", str(REPO))
         assert r.code == 2 and "carry no process id" in r.err, r.err
 
 
@@ -174,7 +188,7 @@ def test_propose_on_an_empty_project_drafts_what_check_accepts(
 ) -> None:
     empty = tmp_path / "app"
     empty.mkdir()
-    r = run_cli("observe", str(driven["csvlog"]), "--propose", "draft", cwd=empty)
+    r = invoke("observe", str(driven["csvlog"]), "--propose", "draft", cwd=empty)
     assert r.code == 1, r.err  # with nothing declared, every lock is undeclared
     assert "lockdocs: drafted draft/locks.yaml, draft/paths/observed.yaml" in r.err
     draft = empty / "draft"
@@ -185,7 +199,7 @@ def test_propose_on_an_empty_project_drafts_what_check_accepts(
     assert 'prefix: "desired-state:"' in locks
     paths = (draft / "paths" / "observed.yaml").read_text()
     assert "  revoke-grant:  # tagged lockdocs_path='revoke-grant'" in paths
-    check = run_cli("check", "--root", str(draft), "--no-drift", "--format", "json")
+    check = invoke("check", "--root", str(draft), "--no-drift", "--format", "json")
     assert check.code in (0, 1), check.out + check.err
     bad = [d for d in check.json()["diagnostics"] if d["code"].startswith("LD0")]
     assert not bad, bad
@@ -200,7 +214,7 @@ def test_propose_adds_what_the_project_lacks(driven: dict[str, Path], tmp_path: 
         else:
             project.mkdir(exist_ok=True)
             shutil.copy2(src, project / name)
-    r = run_cli(
+    r = invoke(
         "observe", str(driven["stderr"]), "--root", str(project), "--propose", str(tmp_path / "d")
     )
     assert r.code == 1, r.err
@@ -212,7 +226,7 @@ def test_propose_adds_what_the_project_lacks(driven: dict[str, Path], tmp_path: 
     assert "take: grant-lineage-head" in paths
     shutil.copy2(tmp_path / "d" / "locks.yaml", project / "locks.yaml")
     shutil.copy2(tmp_path / "d" / "paths" / "observed.yaml", project / "paths" / "observed.yaml")
-    check = run_cli("check", "--root", str(project), "--no-drift", "--format", "json")
+    check = invoke("check", "--root", str(project), "--no-drift", "--format", "json")
     assert check.code in (0, 1), check.out + check.err
     codes = {d["code"] for d in check.json()["diagnostics"]}
     assert not {c for c in codes if c.startswith("LD0")}, codes
@@ -310,7 +324,7 @@ def test_gzip_stdin_and_several_files_in_order(driven: dict[str, Path], tmp_path
     first, second = tmp_path / "a.log", tmp_path / "b.log"
     first.write_text("".join(lines[:cut]))
     second.write_text("".join(lines[cut:]))
-    r = run_cli("observe", str(first), str(second), "--root", str(REPO), "-f", "json")
+    r = invoke("observe", str(first), str(second), "--root", str(REPO), "-f", "json")
     found = r.json()["diagnostics"]
     assert sorted(d["code"] for d in found) == sorted(PLANTED), found
     for d in found:
