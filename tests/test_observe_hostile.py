@@ -142,3 +142,24 @@ def test_fuzz_sample(shop: object, tmp_path: Path) -> None:
 @pytest.mark.fuzz
 def test_fuzz_long(shop: object, tmp_path: Path) -> None:
     assert _fuzz(shop, tmp_path, LONG, SEED + 1) == LONG
+
+
+@pytest.mark.parametrize("terms", [600, 3000])
+def test_a_deeply_built_advisory_key_is_said_not_read(
+    shop: object, tmp_path: Path, terms: int
+) -> None:
+    # The grammar accepts it; computing the key recurses once a level on the calling thread
+    # (RecursionError, exit 3, before): it is a statement not read, said at its line.
+    key = "'a'" + " || 'b'" * terms
+    log = tmp_path / "deep.log"
+    log.write_text(
+        P.format(pid=1, n=1)
+        + f"LOG:  statement: SELECT pg_advisory_xact_lock(hashtext({key}))\n"
+        + P.format(pid=1, n=2)
+        + f"LOG:  execute <unnamed>: SELECT pg_advisory_xact_lock(hashtext($1{key[3:]}))\n"
+        + P.format(pid=1, n=3)
+        + "DETAIL:  parameters: $1 = 'x'\n"
+    )
+    shown = _observe(shop, log, tmp_path)
+    assert "LD808" in shown and "its advisory key nests deeper than 200 levels" in shown, shown
+    assert "seen 2 times" in shown

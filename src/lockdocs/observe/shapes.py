@@ -20,7 +20,14 @@ from urllib.parse import unquote
 
 from lockdocs import pgparse
 from lockdocs.observe.locks import Locker, Took
-from lockdocs.postgres.sqlread import LockSpec, Statement, literal_tokens, statements, template
+from lockdocs.postgres.sqlread import (
+    LockSpec,
+    Statement,
+    literal_tokens,
+    statements,
+    template,
+    unread,
+)
 
 MAX_TEXTS = 20_000
 MAX_SHAPES = 20_000
@@ -97,7 +104,7 @@ class Shapes:
             self.fingerprints += 1
             fp = pgparse.fingerprint(text)
         except pgparse.ParseError as exc:
-            return Plan(tags=tags, name=name, error=f"the statement does not parse: {exc}")
+            return Plan(tags=tags, name=name, error=unread(exc))
         number = self.numbers.get(fp)
         if number is None:
             number = len(self.numbers) + 1
@@ -119,7 +126,7 @@ class Shapes:
             self.parses += 1
             stmts = statements(text)
         except pgparse.ParseError as exc:
-            return Plan(tags=tags, name=name, error=f"the statement does not parse: {exc}")
+            return Plan(tags=tags, name=name, error=unread(exc))
         steps = tuple(self._step(s) for s in stmts)
         if len(self.shapes) >= MAX_SHAPES:
             self.shapes.clear()

@@ -29,6 +29,11 @@ from lockdocs.schema.vocabulary import TABLE_MODES
 
 Node = dict[str, Any]
 MAX_KEY_TEXT = 1 << 20  # a key text longer than this is not hashed (nothing declares one)
+# The nesting (of the parse tree's objects and lists) of an advisory key past which it is not
+# computed: a key is read, templated and computed by recursion on the calling thread, where a
+# few thousand levels would overflow; a real one (hashtextextended('a:' || $1 || ':' || $2))
+# nests about 20.
+MAX_KEY_DEPTH = 200
 
 
 class KeyPart(NamedTuple):
@@ -288,6 +293,13 @@ def _statement(stmt: Node, start: int, end: int) -> Statement:
         args: tuple[Any, ...] = ()
         if raw.kind == "advisory":
             args = tuple((advisory.get(raw.offset) or {}).get("args", ()))
+            if _deeper(args, MAX_KEY_DEPTH):
+                # its key is computed (and templated) on the calling thread, per execution
+                raise pgparse.TooDeep(
+                    f"its advisory key nests deeper than {MAX_KEY_DEPTH} levels, too deep for "
+                    "lockdocs to compute",
+                    raw.offset,
+                )
         locks.append(
             LockSpec(
                 raw.kind,
@@ -308,6 +320,28 @@ def _statement(stmt: Node, start: int, end: int) -> Statement:
         )
     locks.extend(_ddl(kind, body))
     return Statement(kind, None, None, False, tuple(locks), tuple(calls), literal, start, end)
+
+
+def unread(exc: pgparse.ParseError) -> str:
+    """Why a statement is not read, in words: Postgres's grammar refused it, or it nests
+    deeper than lockdocs walks (pgparse.TooDeep, the grammar having accepted it)."""
+    if isinstance(exc, pgparse.TooDeep):
+        return str(exc.args[0]) if exc.args else str(exc)
+    return f"the statement does not parse: {exc}"
+
+
+def _deeper(node: object, limit: int) -> bool:
+    """Whether a parse tree nests deeper than `limit` (measured without recursion)."""
+    stack: list[tuple[object, int]] = [(node, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend((v, depth + 1) for v in item)
+    return False
 
 
 def statements(text: str) -> tuple[Statement, ...]:
@@ -635,7 +669,7 @@ def read(statement: str) -> Reading:
     try:
         stmts = statements(statement)
     except pgparse.ParseError as exc:
-        return Reading(error=f"the statement does not parse: {exc}")
+        return Reading(error=unread(exc))
     calls: list[AdvisoryCall] = []
     relations: list[RelationLock] = []
     for s in stmts:
