@@ -24,6 +24,7 @@ from lockdocs.postgres.sqlread import (
     LockSpec,
     Statement,
     literal_tokens,
+    reads_parameters,
     statements,
     template,
     unread,
@@ -44,6 +45,7 @@ class Step:
     chain: bool = False
     took: tuple[Took, ...] = ()
     needs: tuple[int, ...] = ()  # indexes into statement.locks resolved per execution
+    params: bool = False  # whether a key of `needs` reads the execution's parameters
     statement: Statement | None = None
     keyed: tuple[LockSpec, ...] = ()  # the specs of `needs`, their literals as Literal nodes
     writes: tuple[str, ...] = ()  # the tables it inserts into or updates
@@ -85,7 +87,7 @@ class Shapes:
         hit = self.texts.get(text)
         if hit is not None:
             return hit
-        plan = self._read(text)
+        plan = self._constant(self._read(text))
         if len(text) <= MAX_TEXT:
             if len(self.texts) >= MAX_TEXTS:
                 self.texts.clear()
@@ -141,6 +143,19 @@ class Shapes:
             self.shapes[fp] = (templated, number, len(found))
         return Plan(steps, tags, name, shape=number)
 
+    def _constant(self, plan: Plan) -> Plan:
+        """The plan of one text with the keys that read no parameter computed once: they are
+        the same in every execution of the text (a fixed rendezvous key, a literal id)."""
+        if not any(step.needs and not step.params for step in plan.steps):
+            return plan
+        steps = tuple(
+            replace(step, took=self.took(step, (), plan.literals), needs=(), keyed=())
+            if step.needs and not step.params
+            else step
+            for step in plan.steps
+        )
+        return replace(plan, steps=steps)
+
     def _step(self, s: Statement) -> Step:
         if s.control is not None:
             return Step(s.control, s.savepoint, s.chain)
@@ -163,6 +178,7 @@ class Shapes:
         return Step(
             took=tuple(took),
             needs=tuple(needs),
+            params=any(reads_parameters(s.locks[i]) for i in needs),
             statement=s,
             writes=tuple(dict.fromkeys(spec.table or "" for spec in written)),
             rechecks=tuple(rechecks),

@@ -330,6 +330,20 @@ def unread(exc: pgparse.ParseError) -> str:
     return f"the statement does not parse: {exc}"
 
 
+def reads_parameters(spec: LockSpec) -> bool:
+    """Whether an advisory spec's key reads an execution's parameters ($n)."""
+    stack: list[object] = list(spec.args)
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if "ParamRef" in item:
+                return True
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return False
+
+
 def _deeper(node: object, limit: int) -> bool:
     """Whether a parse tree nests deeper than `limit` (measured without recursion)."""
     stack: list[tuple[object, int]] = [(node, 0)]
