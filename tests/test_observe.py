@@ -392,3 +392,50 @@ def test_a_deadlock_is_reported_at_the_undeclared_order(tmp_path: Path) -> None:
     assert found["LD801"]["line"] == found["LD802"]["line"] == 7
     # the other hop (the declared path's step, or its logged transaction) is a related place
     assert found["LD802"]["related"] and found["LD802"]["related"][0]["line"] in (3, 34)
+
+
+def test_a_cycle_search_stopped_at_its_budget_is_said(tmp_path: Path) -> None:
+    locks = LEDGER_LOCKS.replace(
+        "page: {title: Ledger}\n", "page: {title: Ledger}\nlimits: {cycle_search: 1}\n"
+    )
+    root = write_project(
+        tmp_path / "p",
+        {
+            "locks.yaml": locks,
+            "paths/ledger.yaml": LEDGER_PATHS,
+            "server.log": _log(
+                (2, 1, "LOG:  statement: BEGIN"),
+                (2, 2, "LOG:  statement: SELECT 1 FROM app.ledgers WHERE id = 2 FOR UPDATE"),
+                (2, 3, "LOG:  statement: SELECT 1 FROM app.accounts WHERE id = 2 FOR UPDATE"),
+                (2, 4, "LOG:  statement: COMMIT"),
+            ),
+        },
+    )
+    assert "LD204" not in invoke("check", "--no-drift", cwd=root).out
+    doc = invoke("observe", "server.log", "-f", "json", cwd=root).json()
+    codes = sorted(d["code"] for d in doc["diagnostics"])
+    assert codes == ["LD204", "LD801"], codes
+
+
+def test_sequences_past_the_bound_are_said(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lockdocs.observe import orders
+
+    monkeypatch.setattr(orders, "MAX_SEQUENCES", 1)
+    account = "SELECT 1 FROM app.accounts WHERE id = 1 FOR UPDATE"
+    ledger = "SELECT 1 FROM app.ledgers WHERE id = 1 FOR UPDATE"
+    root = write_project(
+        tmp_path / "p",
+        {
+            "locks.yaml": LEDGER_LOCKS,
+            "paths/ledger.yaml": LEDGER_PATHS,
+            "server.log": _log(
+                (1, 1, f"LOG:  statement: BEGIN; {account}; {ledger}; COMMIT"),
+                (2, 1, f"LOG:  statement: BEGIN; {ledger}; {account}; COMMIT"),
+            ),
+        },
+    )
+    r = invoke("observe", "server.log", cwd=root)
+    assert (
+        "not searched for deadlocks: 1 transaction whose lock sequence was none of the "
+        "first 1 distinct ones" in r.out
+    ), r.out

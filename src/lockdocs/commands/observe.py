@@ -11,6 +11,7 @@ from lockdocs.api import check as run_check
 from lockdocs.commands import Format, LogFormat
 from lockdocs.commands.common import NoRoot, emit, fail, resolve_root, summary
 from lockdocs.diagnostics import printable
+from lockdocs.observe import orders, run
 from lockdocs.observe.run import Observed, Observer
 from lockdocs.postgres.serverlog import LogError, LogFile, LogReader
 from lockdocs.project.files import RootNotFound, find_root
@@ -124,6 +125,17 @@ def _report(
         f"observed: {head}; paths: {named} named, {matched} matched, "
         f"{paths.get('partial', 0)} partly, {paths.get('ambiguous', 0)} ambiguous"
     )
+    dropped, unchecked = stats["sequences not searched"], stats["advisory keys not compared"]
+    if dropped:
+        lines.append(
+            f"not searched for deadlocks: {dropped} transaction{'s' if dropped != 1 else ''} "
+            f"whose lock sequence was none of the first {orders.MAX_SEQUENCES} distinct ones"
+        )
+    if unchecked:
+        lines.append(
+            f"not compared for LD806: {unchecked} advisory key{'s' if unchecked != 1 else ''} "
+            f"past the first {run.MAX_KEYS:,} distinct ones"
+        )
     if result.coverage is not None:
         lines += result.coverage.text()
     # what the log showed, then the summary line last, as check prints it

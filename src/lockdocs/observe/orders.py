@@ -21,6 +21,7 @@ from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Location
 from lockdocs.observe.paths import First
 from lockdocs.rules.context import Context
+from lockdocs.rules.limits import check_unfinished
 from lockdocs.rules.ordering import check_cycles
 
 MAX_SEQUENCES = 500  # distinct observed sequences given to the cycle search
@@ -157,6 +158,8 @@ class Orders:
             if frozenset(d.locks) in declared_cycles:
                 continue
             out.append(d)
+        # a search that stopped at its budget is said (LD204), unless check says it already
+        out += [d for d in check_unfinished(ctx) if frozenset(d.locks) not in declared_cycles]
         return out
 
 
