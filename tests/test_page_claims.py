@@ -407,6 +407,64 @@ paths:
     assert "takes them in creation order, a deadlock risk no exception covers" in page
 
 
+FK_LOCKS = """\
+lockdocs: 1
+page: {title: Locks}
+locks:
+  account:
+    title: Account
+    kind: row
+    table: app.accounts
+    modes: {for no key update: moves, for update: closing}
+    instances: {order: ascending account_id}
+    references: [{table: app.transfers, column: src}]
+"""
+
+FK_PATHS = """\
+group: Money
+paths:
+  move:
+    title: Move
+    steps:
+      - loop: each account
+        order: ascending account_id
+        steps:
+          - take: account
+            mode: for no key update
+      - write: transfer
+        insert: app.transfers
+"""
+
+
+def test_a_foreign_key_check_after_an_ordered_loop_renders_and_says_why_it_is_safe(
+    tmp_path: Path,
+) -> None:
+    """The insert's FOR KEY SHARE on an account after the loop is out of the accounts' order,
+    but no other taker holds a mode it waits for: the page once stopped here with LD606 ("a bug
+    in lockdocs' page") though check found nothing."""
+    found, page = _page(_project(tmp_path, FK_LOCKS, FK_PATHS))
+    assert not found, found
+    assert (
+        "[Move](#path-move) takes them in ascending account_id order, then one more in a "
+        "foreign-key check, in no set order, safely: in these modes no two such takers can wait "
+        "for each other"
+    ) in page
+    # a closer that holds accounts FOR UPDATE in that order makes the check's wait real: the
+    # page names no reason then, and the check reports it
+    closing = FK_PATHS + (
+        "  close:\n    title: Close\n    steps:\n      - loop: each account\n"
+        "        order: ascending account_id\n        steps:\n          - take: account\n"
+        "            mode: for update\n"
+    )
+    root = _project(tmp_path, FK_LOCKS, closing, name="closing")
+    found, page = _page(root)
+    assert not found, found
+    assert "safely: in these modes" not in page
+    assert "a deadlock risk no exception covers" in page
+    codes = run_cli("check", "--no-drift", "--root", str(root), "--format", "json").json()
+    assert {d["code"] for d in codes["diagnostics"]} & {"LD201", "LD202"}
+
+
 # --- and two exceptions with one title ----------------------------------------------------------
 
 

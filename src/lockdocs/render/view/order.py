@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from lockdocs import model as m
+from lockdocs.modes import conflicts
 from lockdocs.render.edges import EdgeSet, PairEdge, cycle_pairs
 from lockdocs.render.escape import Link
 from lockdocs.render.view.base import Context
@@ -332,6 +333,7 @@ def taken_how(ctx: Context, path_id: str, lock_id: str) -> str:
     """How a path orders the instances of a lock it holds several of, in words: the order of
     the loop (or the take) that takes them, and whether an enclosing loop starts it again."""
     found: list[tuple[str | None, str | None]] = []  # (order, the enclosing loop's label)
+    checks: list[m.Take] = []  # foreign-key checks outside any loop
     model = ctx.model
 
     def visit(
@@ -345,7 +347,10 @@ def taken_how(ctx: Context, path_id: str, lock_id: str) -> str:
         the label of the loop around that one (which starts its order again)."""
         for s in steps:
             if isinstance(s, m.Take) and s.lock == lock_id and not s.again:
-                found.append((s.order, None) if s.order else (order, outer))
+                if s.derived and not s.order and order is None:
+                    checks.append(s)  # Postgres's foreign-key check: the row the write names
+                else:
+                    found.append((s.order, None) if s.order else (order, outer))
             elif isinstance(s, m.Branches) and s.statement:
                 if any(t.lock == lock_id for t in s.statement):
                     found.append(("none", None))
@@ -359,6 +364,7 @@ def taken_how(ctx: Context, path_id: str, lock_id: str) -> str:
 
     visit(model.paths[path_id].steps, None, None, None, {path_id})
     orders = [o for o, _ in found if o]
+    check = ", then one more in a foreign-key check, in no set order" if checks else ""
     if not orders:
         return "them in no set order"
     order = orders[0]
@@ -367,8 +373,8 @@ def taken_how(ctx: Context, path_id: str, lock_id: str) -> str:
     phrase = order_phrase(order) or order
     restart = next((label for o, label in found if o == order and label), None)
     if restart:
-        return f"them {phrase}, starting again for {restart}"
-    return f"them {phrase}"
+        return f"them {phrase}, starting again for {restart}{check}"
+    return f"them {phrase}{check}"
 
 
 def instance_gate(ctx: Context, lock_id: str, path_id: str) -> str:
@@ -378,6 +384,14 @@ def instance_gate(ctx: Context, lock_id: str, path_id: str) -> str:
     others = ctx.edges.raw_of(lock_id, lock_id)
     if mine and all(r.witness is not None and r.witness.never_waits for r in mine):
         return "never waiting for one: it skips what another transaction holds"
+    kind = ctx.model.locks[lock_id].kind
+    if mine and all(
+        not (conflicts(kind, x.wanted, y.held) and conflicts(kind, y.wanted, x.held))
+        for x in mine
+        for y in others
+    ):
+        # two such takers wait for each other only when each wants a mode the other holds
+        return "safely: in these modes no two such takers can wait for each other"
     gates: set[tuple[str, str]] = set()
     for x in mine:
         for y in others:
