@@ -1,6 +1,8 @@
-"""The user's environment: a non-ASCII project path under LC_ALL=C with UTF-8 mode off, and a
-git revision holding a blob far larger than any declaration. Located exit-2 errors or plain
-success; never exit 3. Real CLI, real git."""
+"""The user's environment: a non-ASCII project path or file name under LC_ALL=C with UTF-8 mode
+off, a git revision holding a blob far larger than any declaration, a closed pipe, a deleted
+working folder, a FIFO where a file should be, and hostile settings and mkdocs.yml files.
+Located exit-2 errors, a plain exit-2 message, or plain success; never exit 3 and never a
+hang. Real CLI, real git."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -91,3 +94,171 @@ def test_a_huge_blob_in_a_diff_revision_is_refused_unread(tmp_path: Path) -> Non
     _git("checkout", "-q", "HEAD", "--", "paths/big.yaml", cwd=root)
     at_commit = _cli("check", cwd=root)
     assert refusal in at_commit.stdout.decode() + at_commit.stderr.decode()
+
+
+def _plain_exit_2(proc: subprocess.CompletedProcess[bytes]) -> str:
+    err = proc.stderr.decode("utf-8", "replace")
+    assert proc.returncode == 2, (proc.returncode, err)
+    assert "internal error" not in err and "Traceback" not in err, err
+    return err
+
+
+@pytest.mark.skipif(os.name != "posix", reason="locale behaviour of POSIX systems")
+def test_a_non_ascii_file_name_under_the_c_locale(tmp_path: Path) -> None:
+    """Python decodes file names as ASCII there (a non-ASCII one turns into lone surrogates,
+    which no UTF-8 page can hold): the run starts again in UTF-8 mode."""
+    root = tmp_path / "proj"
+    shutil.copytree(FIXTURE, root)
+    (root / "paths" / "zürich.yaml").write_text(
+        "group: Zürich\npaths:\n  gruezi:\n    title: Grüezi\n    steps: [{take: cache-lock}]\n",
+        encoding="utf-8",
+    )
+    for args in (["build"], ["check"], ["check", "--format", "json"], ["export"]):
+        proc = _cli(*args, cwd=root, env=C_LOCALE)
+        err = proc.stderr.decode("ascii", "replace")
+        assert proc.returncode in (0, 1), (args, err)
+        assert "internal error" not in err and "Traceback" not in err, (args, err)
+    page = (root / "docs" / "database-locks.md").read_text(encoding="utf-8")
+    assert "paths/zürich.yaml" in page and "Grüezi" in page
+
+
+def _closed_pipe_run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
+    """Run the CLI with stdout on a pipe whose reading end is already closed (`| true`)."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        full = {k: v for k, v in os.environ.items() if k != "LOCKDOCS_DEBUG"}
+        full.update(env or {})
+        proc = subprocess.run(
+            [sys.executable, "-m", "lockdocs", *args],
+            cwd=cwd,
+            env=full,
+            stdout=write,
+            stderr=subprocess.PIPE,
+            timeout=300,
+            check=False,
+        )
+    finally:
+        os.close(write)
+    return _plain_exit_2(proc)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("args", "env"),
+    [
+        (["check"], None),  # the fast route
+        (["check"], {"LOCKDOCS_NO_FAST": "1"}),  # the typer route (click's own pipe handling)
+        (["export"], None),
+        (["rules"], None),
+    ],
+)
+def test_a_closed_pipe_is_a_plain_exit_2(
+    tmp_path: Path, args: list[str], env: dict[str, str] | None
+) -> None:
+    root = tmp_path / "proj"
+    shutil.copytree(FIXTURE, root)
+    err = _closed_pipe_run(args, root, env)
+    assert err.count("\n") == 1 and "the output was cut off" in err, err
+
+
+def test_a_deleted_working_folder_is_a_plain_exit_2(tmp_path: Path) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    script = (
+        "import os, sys, runpy; os.chdir(sys.argv[1]); os.rmdir(sys.argv[1]); "
+        "sys.argv = ['lockdocs', *sys.argv[2:]]; runpy.run_module('lockdocs', run_name='__main__')"
+    )
+    for args in (["check"], ["export"], ["init", "."]):
+        proc = subprocess.run(
+            [sys.executable, "-c", script, str(gone), *args],
+            capture_output=True,
+            timeout=300,
+            check=False,
+        )
+        err = _plain_exit_2(proc)
+        # init says it cannot write the project, in its own words
+        assert "the working folder no longer exists" in err or args[0] == "init", (args, err)
+        gone.mkdir()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
+def test_a_fifo_where_a_file_should_be_is_refused_not_waited_on(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    shutil.copytree(FIXTURE, root)
+    (root / "templates").mkdir()
+    os.mkfifo(root / "templates" / "page.md.j2")
+    proc = _cli("build", "--no-svg", cwd=root)  # the helper's timeout fails a hang
+    err = _plain_exit_2(proc)
+    assert "templates/page.md.j2 cannot be read (not a regular file)" in err, err
+
+
+@pytest.mark.parametrize(
+    ("toml", "words"),
+    [
+        ("x = " + "9" * 5000, "a number has more digits than Python reads"),
+        ("x = " + "[" * 50_000 + "]" * 50_000, "it nests too deeply"),
+        ("# " + "x" * (4 * 1024 * 1024), "pyproject.toml is too large to read"),
+    ],
+)
+def test_hostile_settings_are_a_located_error(tmp_path: Path, toml: str, words: str) -> None:
+    root = tmp_path / "proj"
+    shutil.copytree(FIXTURE, root)
+    (root / "pyproject.toml").write_text(f"[tool.lockdocs]\n{toml}\n", encoding="utf-8")
+    proc = _cli("check", cwd=root)
+    _plain_exit_2(proc)
+    out = proc.stdout.decode()
+    assert "pyproject.toml:1:1: LD003 error: " in out and words in out, out[:2000]
+
+
+def test_an_integer_of_thousands_of_digits_is_a_located_error(tmp_path: Path) -> None:
+    """5,000 hex digits: str() of that integer raises ValueError; the message says its size."""
+    root = tmp_path / "proj"
+    shutil.copytree(FIXTURE, root)
+    locks = root / "locks.yaml"
+    text = locks.read_text(encoding="utf-8")
+    locks.write_text(text.replace("lockdocs: 1\n", f"lockdocs: 1\nx: 0x{'f' * 5000}\n"))
+    proc = _cli("validate", cwd=root)
+    _plain_exit_2(proc)
+    assert "the integer of 20,000 bits does not fit in 64 bits" in proc.stdout.decode()
+
+
+BOMB = textwrap.dedent(
+    """\
+    a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]
+    b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]
+    c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]
+    d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]
+    e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]
+    f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e]
+    g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f]
+    h: &h [*g, *g, *g, *g, *g, *g, *g, *g, *g]
+    """
+)
+
+
+@pytest.mark.parametrize(
+    ("config", "note"),
+    [
+        (BOMB + "markdown_extensions: *h\n", "it expands to more than 200,000 values"),
+        (BOMB + "nav: *h\n", "it expands to more than 200,000 values"),
+        ("nav:\n" + "- " * 900 + "x\n", "it nests deeper than 100 levels"),
+        # libyaml's own bound on nesting (PyYAML's pure-Python parser recurses instead)
+        ("nav:\n" + "- " * 5000 + "x\n", "while increasing block level|it nests too deeply"),
+        ("x: !!int ²\ny: " + "9" * 5000 + "\nmarkdown_extensions: [attr_list]\n", None),
+        ("# " + "x" * (4 * 1024 * 1024) + "\n", "the file is 4,194,320 bytes"),
+    ],
+)
+def test_init_beside_a_hostile_mkdocs_yml(tmp_path: Path, config: str, note: str | None) -> None:
+    """init reads an existing mkdocs.yml for what to advise; an alias bomb (in nav: it hung),
+    deep nesting (RecursionError), a value no constructor reads, or a huge file is a note."""
+    target = tmp_path / "site"
+    target.mkdir()
+    (target / "mkdocs.yml").write_text("site_name: x\n" + config, encoding="utf-8")
+    proc = _cli("init", str(target), cwd=tmp_path)
+    out = proc.stdout.decode() + proc.stderr.decode()
+    assert proc.returncode == 0 and "internal error" not in out, out[-2000:]
+    if note is None:  # read: the advice names what the page lacks, attr_list is there
+        assert "cannot read mkdocs.yml" not in out and "- attr_list" not in out, out[-2000:]
+    else:
+        assert any(f"cannot read mkdocs.yml ({n}" in out for n in note.split("|")), out[-2000:]
+        assert "already has what the page needs" not in out, out[-2000:]

@@ -300,7 +300,7 @@ def next_steps(root: Path, advice: Advice | None = None) -> str:
     elif advice.add:
         out += "Add these lines to your mkdocs.yml, so the page builds as it should:\n\n"
         out += _indent(advice.add + "\n")
-    else:
+    elif advice.read:
         out += "Your mkdocs.yml already has what the page needs.\n"
     for note in advice.notes if advice else ():
         out += f"Note: {note}\n"

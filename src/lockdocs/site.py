@@ -125,6 +125,7 @@ class Advice:
 
     add: str
     notes: tuple[str, ...] = ()
+    read: bool = True  # False: mkdocs.yml could not be read, so nothing is known of it
 
 
 # mkdocs.yml is read with bounds, as the declarations are: a config far larger than any site's,
@@ -192,7 +193,8 @@ def advise(config_file: Path, page_markdown: str, page: str, title: str) -> Advi
         config = _load_lenient(read_capped(config_file, MAX_CONFIG_BYTES).decode("utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError, TooLarge, _Unreadable) as exc:
         reason = (str(exc).splitlines() or [type(exc).__name__])[0]
-        return Advice("", (f"cannot read {config_file.name} ({reason}); add attr_list yourself",))
+        note = f"cannot read {config_file.name} ({reason}); add attr_list yourself"
+        return Advice("", (note,), read=False)
     if not isinstance(config, dict):
         config = {}
     blocks: list[str] = []

@@ -140,7 +140,11 @@ def _problem(root: Path, exc: Exception) -> TemplateProblem:
         loc = Location(f"{TEMPLATE_DIR}/{exc.name}", 0, 0)
         message = f"template not found: {exc.name}"
     else:
-        loc = _frame_location(root, exc.__traceback__) or Location(TEMPLATE_DIR, 0, 0)
+        # Stopped before any template line ran (a time limit, say): the project's templates
+        # if it has any, else lockdocs' own page template.
+        own = (root / TEMPLATE_DIR).is_dir()
+        fallback = Location(TEMPLATE_DIR if own else _display(root, None, PAGE_TEMPLATE), 0, 0)
+        loc = _frame_location(root, exc.__traceback__) or fallback
         if isinstance(exc, TemplateLimit):
             message = f"template over a limit: {exc}"
         elif isinstance(exc, RecursionError):

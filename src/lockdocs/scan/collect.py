@@ -14,6 +14,7 @@ from pathlib import Path
 
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Location, Severity, sort_diagnostics
+from lockdocs.project.globs import glob
 from lockdocs.scan.cache import Cache, content_key
 from lockdocs.scan.files import MAX_BYTES as _MAX_BYTES
 from lockdocs.scan.files import read_file, unreadable
@@ -133,7 +134,7 @@ def glob_files(
     base = root.resolve()
     for g in globs:
         hits = 0
-        for p in sorted(base.glob(g.pattern)):
+        for p in glob(base, g.pattern):  # one walk, whatever the pattern (project/globs.py)
             if not p.is_file():
                 continue
             try:

@@ -231,5 +231,26 @@ LIMITS = obj(
                 "200,000 by default."
             ),
         },
+        "analysis_work": {
+            "type": "integer",
+            "minimum": 1,
+            "description": (
+                "Work units the whole analysis of one run may take: flattening every path, "
+                "the lock-order graph (an edge each), the graph of waits (its hops and arcs) "
+                "and every cycle search (eight arcs followed each), each unit a few "
+                "microseconds; 2,000,000 by default, over four times what a synthetic project "
+                "of 4,500 paths takes (bench/generate.py), and a run of a few seconds to half "
+                "a minute on the worst declarations."
+            ),
+        },
+        "analysis_seconds": {
+            "type": "integer",
+            "minimum": 0,
+            "description": (
+                "Seconds the whole analysis may run, a backstop to analysis_work (which stops "
+                "at the same place on every machine; this depends on the machine's speed); "
+                "120 by default, 0 for no bound on time."
+            ),
+        },
     },
 )
