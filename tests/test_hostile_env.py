@@ -161,24 +161,52 @@ def test_a_closed_pipe_is_a_plain_exit_2(
     assert err.count("\n") == 1 and "the output was cut off" in err, err
 
 
-def test_a_deleted_working_folder_is_a_plain_exit_2(tmp_path: Path) -> None:
-    gone = tmp_path / "gone"
-    gone.mkdir()
+def _in_deleted_folder(gone: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """The CLI started in `gone`, which is deleted before lockdocs looks at it."""
+    gone.mkdir(exist_ok=True)
     script = (
         "import os, sys, runpy; os.chdir(sys.argv[1]); os.rmdir(sys.argv[1]); "
         "sys.argv = ['lockdocs', *sys.argv[2:]]; runpy.run_module('lockdocs', run_name='__main__')"
     )
-    for args in (["check"], ["export"], ["init", "."]):
-        proc = subprocess.run(
-            [sys.executable, "-c", script, str(gone), *args],
-            capture_output=True,
-            timeout=300,
-            check=False,
-        )
-        err = _plain_exit_2(proc)
-        # init says it cannot write the project, in its own words
-        assert "the working folder no longer exists" in err or args[0] == "init", (args, err)
-        gone.mkdir()
+    return subprocess.run(
+        [sys.executable, "-c", script, str(gone), *args],
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["check"],  # the fast route
+        ["build", "--no-svg"],
+        ["export"],
+        ["scan"],
+        ["scan", "db.sql"],
+        ["diff", "HEAD"],
+        ["init", "."],
+        ["check", "--root", "proj"],  # a relative --root means nothing there either
+    ],
+)
+def test_a_deleted_working_folder_is_a_plain_exit_2(tmp_path: Path, args: list[str]) -> None:
+    err = _plain_exit_2(_in_deleted_folder(tmp_path / "gone", *args))
+    assert err.startswith("lockdocs: the working folder no longer exists"), (args, err)
+
+
+def test_an_absolute_project_works_from_a_deleted_working_folder(tmp_path: Path) -> None:
+    """Nothing needs the working folder when the project is named in full: the report's
+    paths stay relative to the project, and init's advice names the project."""
+    root = tmp_path / "proj"
+    shutil.copytree(FIXTURE, root)
+    gone = tmp_path / "gone"
+    proc = _in_deleted_folder(gone, "check", "--root", str(root), "--format", "json")
+    assert proc.returncode == 1, proc.stderr.decode()
+    assert '"file": "docs/database-locks.md"' in proc.stdout.decode()
+    fresh = tmp_path / "fresh"
+    proc = _in_deleted_folder(gone, "init", str(fresh))
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert f"lockdocs check --root {fresh}" in proc.stdout.decode()
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
