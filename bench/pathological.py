@@ -208,3 +208,25 @@ def random_dense(out: Path, n: int, locks: int = 60, seed: int = 1) -> None:
                 body += take(lock, "      ")
         paths += f"  r{i}:\n    title: R{i}\n    steps:\n{body}"
     _write(out, text, paths)
+
+
+def both_orders(out: Path, n: int, distinct: bool = True) -> None:
+    """`n` paths take a then b and `n` take b then a, every one holding the gate z first, so no
+    two of them deadlock. With `distinct`, each also holds its own set of other locks (g* on one
+    side, h* on the other): n kinds of transaction each way, and a page that explained the pair
+    compared all n² (4,000 such paths took minutes and half a gigabyte)."""
+    bits = max(1, n.bit_length())
+    locks = "".join(_advisory(x) for x in ("a", "b", "z"))
+    locks += "".join(_advisory(f"{side}{k}") for side in "gh" for k in range(bits))
+
+    def held(side: str, i: int) -> str:
+        if not distinct:
+            return ""
+        return "".join(f"{{take: {side}{k}}}, " for k in range(bits) if (i + 1) >> k & 1)
+
+    paths = "".join(
+        f"  f{i}:\n    title: F{i}\n    steps: [{{take: z}}, {held('g', i)}{{take: a}}, {{take: b}}]\n"
+        f"  b{i}:\n    title: B{i}\n    steps: [{{take: z}}, {held('h', i)}{{take: b}}, {{take: a}}]\n"
+        for i in range(n)
+    )
+    _write(out, locks, paths)

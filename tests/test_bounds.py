@@ -270,3 +270,37 @@ def test_export_stops_at_the_analysis_bounds_with_a_located_message(tmp_path: Pa
     _limits(root, "analysis_work: 100000")
     result = run_cli("export", "--root", str(root))
     assert result.code == 2 and "limits.analysis_work) ran out here" in result.err
+
+
+def _both_orders_sentence(root: Path) -> str:
+    result = run_cli("build", "--no-svg", "--root", str(root))
+    assert result.code == 0, result.out + result.err
+    page = (root / "docs" / "database-locks.md").read_text(encoding="utf-8")
+    block = page.split("**a and b are taken in both orders.**", 1)[1].split("\n", 1)[0]
+    return block.split("while holding [b](#lock-b). ", 1)[1]
+
+
+def test_the_page_compares_the_two_orders_of_a_pair_within_a_bound(tmp_path: Path) -> None:
+    """The page says what keeps a pair taken both ways apart by comparing each way's
+    transactions with the other's: n² comparisons (4,000 such paths took minutes and half a
+    gigabyte). Transactions alike are compared once, and past a tenth of limits.analysis_work
+    comparisons the page says it did not work the pair out (lowered here: 500)."""
+    alike = tmp_path / "alike"
+    p.both_orders(alike, 40, distinct=False)  # 1,600 pairs of paths, one of each kind
+    assert _both_orders_sentence(_limits(alike, "analysis_work: 5000")).startswith(
+        "They never deadlock: B0, B1, "
+    )
+    distinct = tmp_path / "distinct"
+    p.both_orders(distinct, 40)  # 40 kinds each way: 1,600 comparisons
+    assert _both_orders_sentence(_limits(distinct, "analysis_work: 5000")) == (
+        "lockdocs did not work out what keeps them apart: 40 kinds of transaction take them "
+        "one way and 40 the other, more pairs than the page may compare "
+        "(limits.analysis_work); the check's own search of them is not affected."
+    )
+    (distinct / "locks.yaml").write_text(
+        (distinct / "locks.yaml").read_text().replace("5000", "20000"), encoding="utf-8"
+    )
+    assert _both_orders_sentence(distinct).endswith(
+        "hold z exclusive meanwhile, and every path that takes them the first way holds it too "
+        "(exclusive), so the two orders never run at once."
+    )
