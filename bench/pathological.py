@@ -177,9 +177,11 @@ def random_deep(out: Path, seed: int, depth: int = 10, width: int = 12, chain: i
     _write(out, locks, paths)
 
 
-def random_dense(out: Path, n: int, locks: int = 60, seed: int = 1) -> None:
-    """`n` random paths over `locks` locks (every other one a row lock), three to twelve steps
-    each: takes in random orders, a few loops and branches. Few locks and many paths make a
+def random_dense(
+    out: Path, n: int, locks: int = 60, seed: int = 1, steps: tuple[int, int] = (3, 12)
+) -> None:
+    """`n` random paths over `locks` locks (every other one a row lock), `steps` (three to twelve)
+    steps each: takes in random orders, a few loops and branches. Few locks and many paths make a
     dense lock-order graph and a denser graph of waits, whose searches once had a budget each
     and none in all (2,000 such paths, 1.4 MB, ran past 600 s and 3.5 GB)."""
     import random
@@ -195,7 +197,7 @@ def random_dense(out: Path, n: int, locks: int = 60, seed: int = 1) -> None:
     paths = ""
     for i in range(n):
         body = ""
-        for _ in range(rng.randint(3, 12)):
+        for _ in range(rng.randint(*steps)):
             lock, r = rng.choice(names), rng.random()
             if r < 0.1:
                 body += "      - loop: l\n        order: arbitrary\n        steps:\n"

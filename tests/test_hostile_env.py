@@ -6,6 +6,7 @@ hang. Real CLI, real git."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -207,6 +208,103 @@ def test_an_absolute_project_works_from_a_deleted_working_folder(tmp_path: Path)
     proc = _in_deleted_folder(gone, "init", str(fresh))
     assert proc.returncode == 0, proc.stderr.decode()
     assert f"lockdocs check --root {fresh}" in proc.stdout.decode()
+
+
+def _streams_run(args: list[str], cwd: Path, **fds: int) -> subprocess.CompletedProcess[bytes]:
+    """The CLI with its stdout or stderr closed, or on another file (`stdout=fd`)."""
+    closed = [n for n, fd in fds.items() if fd < 0]
+    script = (
+        "import os, sys\n"
+        f"for fd in {[1 if n == 'stdout' else 2 for n in closed]}: os.close(fd)\n"
+        "os.execv(sys.executable, [sys.executable, '-m', 'lockdocs', *sys.argv[1:]])\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", script, *args],
+        cwd=cwd,
+        stdout=fds["stdout"] if fds.get("stdout", -1) >= 0 else subprocess.DEVNULL,
+        stderr=fds["stderr"] if fds.get("stderr", -1) >= 0 else subprocess.PIPE,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_closed_or_full_standard_streams_are_a_plain_exit_2(tmp_path: Path) -> None:
+    """>&- (Python gives None for the stream: exit 3 on the first write), 2>&- (the first
+    message ended the run with exit 1, as if findings), and a stdout on a full disk."""
+    root = tmp_path / "proj"
+    shutil.copytree(FIXTURE, root)
+    for args in (["check"], ["export"], ["rules"]):
+        proc = _streams_run(args, root, stdout=-1)
+        assert _plain_exit_2(proc) == (
+            "lockdocs: the standard output is closed (>&-), so nothing can be written; to "
+            "discard the output, send it to /dev/null\n"
+        ), args
+    with Path(os.devnull).open("wb") as null:
+        proc = _streams_run(
+            ["check", "--root", str(tmp_path / "none")], root, stdout=null.fileno(), stderr=-1
+        )
+    assert proc.returncode == 2  # no locks.yaml: said nowhere, but still bad input
+    with Path("/dev/full").open("wb") as full:
+        for args in (["export"], ["check", "--format", "json"]):
+            proc = _streams_run(args, root, stdout=full.fileno())
+            assert _plain_exit_2(proc) == (
+                "lockdocs: No space left on device (writing the output): the disk is full; "
+                "free some space and run it again\n"
+            ), args
+
+
+def _unprivileged() -> list[str]:
+    """A prefix that runs a command without root's right to read any file (or nothing when
+    not root), so a mode of 000 means unreadable."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("root without setpriv: every file is readable")
+    caps = "-dac_override,-dac_read_search"
+    return [setpriv, f"--bounding-set={caps}", f"--inh-caps={caps}"]
+
+
+def test_unreadable_generated_files_and_code_folders_are_said_so(tmp_path: Path) -> None:
+    """A page this user cannot read was reported "missing"; a code: folder it cannot read made
+    the glob "match no file"."""
+    root = tmp_path / "proj"
+    shutil.copytree(FIXTURE, root)
+    db = root / "db" / "sub"
+    db.mkdir(parents=True)
+    (db / "q.sql").write_text("select 1 from t for update;\n")
+    locks = root / "locks.yaml"
+    locks.write_text(
+        locks.read_text().replace("lockdocs: 1\n", "lockdocs: 1\ncode: ['db/**/*.sql']\n")
+    )
+    assert _cli("build", "--no-svg", cwd=root).returncode == 0
+    page = root / "docs" / "database-locks.md"
+    page.chmod(0)
+    db.chmod(0)
+    try:
+        proc = subprocess.run(
+            [*_unprivileged(), sys.executable, "-m", "lockdocs", "check", "--format", "json"],
+            cwd=root,
+            capture_output=True,
+            timeout=300,
+            check=False,
+        )
+    finally:
+        page.chmod(0o644)
+        db.chmod(0o755)
+    found = {(d["code"], d["file"], d["message"]) for d in json.loads(proc.stdout)["diagnostics"]}
+    assert (
+        "LD603",
+        "docs/database-locks.md",
+        "docs/database-locks.md cannot be read (Permission denied), so it cannot be compared",
+    ) in found, found
+    assert (
+        "LD710",
+        "db/sub",
+        "cannot read the folder: Permission denied; the files code: names in it are not scanned",
+    ) in found, found
+    assert not any(code == "LD711" for code, _, _ in found)  # not "matches no file"
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")

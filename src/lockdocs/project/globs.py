@@ -11,6 +11,8 @@ The matches are those of `Path.glob` on POSIX: parts match case-sensitively with
 matches names starting with a dot too), `**` matches any number of folders (none too) and
 does not go down a symlink to a folder (a part written out, or a wildcard, does), and only
 files are returned (a pattern ending in `**` names folders, which the scan does not read).
+Unlike `Path.glob`, a folder the walk needed but could not read is returned too, so the scan
+can say so instead of "matches no file".
 """
 
 from __future__ import annotations
@@ -61,11 +63,18 @@ def _after(parts: tuple[str, ...], states: frozenset[int], name: str, walk: bool
 
 def glob(base: Path, pattern: str) -> list[Path]:
     """The files under `base` that `pattern` matches, sorted."""
+    return walk(base, pattern)[0]
+
+
+def walk(base: Path, pattern: str) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """The files under `base` that `pattern` matches, sorted, and each folder the walk had to
+    read but could not, with why (sorted)."""
     parts = _parts(pattern)
     if not parts:
-        return []
+        return [], []
     end = len(parts)
     found: list[Path] = []
+    unread: list[tuple[Path, str]] = []
     pending: list[tuple[Path, frozenset[int]]] = [(base, _closure(parts, {0}))]
     while pending:
         folder, states = pending.pop()
@@ -74,8 +83,11 @@ def glob(base: Path, pattern: str) -> list[Path]:
         try:
             with os.scandir(folder) as it:
                 entries = list(it)
-        except OSError:
-            continue  # unreadable, or gone meanwhile: Path.glob skips it too
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # gone or replaced meanwhile
+        except OSError as exc:
+            unread.append((folder, exc.strerror or type(exc).__name__))
+            continue
         for entry in entries:
             try:
                 is_dir = entry.is_dir()
@@ -89,4 +101,4 @@ def glob(base: Path, pattern: str) -> list[Path]:
                     pending.append((here, nxt))
             elif end in _closure(parts, _after(parts, states, entry.name, walk=False)):
                 found.append(here)
-    return sorted(found)
+    return sorted(found), sorted(unread)
