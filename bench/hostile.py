@@ -27,6 +27,9 @@ REPO = HERE.parent
 BIN = Path(sys.executable).parent
 sys.path.insert(0, str(HERE))
 
+import budget  # noqa: E402
+import pathological  # noqa: E402
+
 
 def measure(cmd: list[str], runs: int, cwd: Path | None = None) -> tuple[float, float, float, int]:
     """Median wall seconds, median CPU seconds (user + system: steadier than wall on a busy
@@ -96,6 +99,11 @@ def template(text: str) -> Callable[[Path], None]:
         (root / "templates" / "planned.md.j2").write_text(text)
 
     return edit
+
+
+def _made(root: Path, make: Callable[[Path], object]) -> Path:
+    make(root)
+    return root
 
 
 def big_blob_repo(root: Path, size: int) -> Path:
@@ -225,6 +233,46 @@ def main() -> None:
             20,
             300,
             1,
+        ),
+        (
+            "run: chain of 1,200 links, each a path of its own: LD209 at the analysis budget",
+            lambda p: _made(p, lambda r: budget.same_lock_chain(r, 1200, True)),
+            ["check", "--no-drift"],
+            60,
+            600,
+            1,
+        ),
+        (
+            "export of that chain: refused at the analysis budget",
+            lambda p: _made(p, lambda r: budget.same_lock_chain(r, 1200, True)),
+            ["export"],
+            60,
+            600,
+            1,
+        ),
+        (
+            "2,000 random paths over 60 locks (1.4 MB), the whole check: LD204 at the budget",
+            lambda p: _made(p, lambda r: pathological.random_dense(r, 2000, steps=(6, 17))),
+            ["check"],
+            60,
+            800,
+            1,
+        ),
+        (
+            "2,000 paths each way of a pair, each its own, the whole check: page bound",
+            lambda p: _made(p, lambda r: pathological.both_orders(r, 2000)),
+            ["check"],
+            60,
+            800,
+            1,
+        ),
+        (
+            "code: six nested ** over 40 folders: scanned",
+            lambda p: _made(p, lambda r: budget.deep_globs(r, 40)),
+            ["check", "--no-drift"],
+            10,
+            300,
+            args.runs,
         ),
     ]
     if args.big:

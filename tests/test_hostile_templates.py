@@ -81,7 +81,7 @@ def test_a_template_cannot_reach_python(tmp_path: Path, escape: str) -> None:
         ),
         (
             "{% set a = 'x' * 1000000 %}{% set b = a ~ a %}{% set c = b ~ b %}"
-            "{% set d %}{{ c }}{{ c }}{% endset %}",
+            "{% set d %}{{ c }}{{ c }}{% endset %}{{ d ~ d }}",
             "joining text would make a value",
         ),
         (

@@ -12,7 +12,7 @@ from typing import Any
 from lockdocs import inputs
 from lockdocs.confine import inside
 from lockdocs.diagnostics import Diagnostic, Location, Severity
-from lockdocs.load import read_file
+from lockdocs.load import MAX_FILE_BYTES, TooLarge, read_capped, read_file
 
 # Every key [tool.lockdocs] may hold, with what it sets (the LD021 hint lists them).
 SETTINGS = {
@@ -50,10 +50,12 @@ def _read_pyproject(root: Path) -> tuple[dict[str, Any], list[Diagnostic], str]:
             "",
         )
     try:
-        raw = file.read_bytes()
+        raw = read_capped(file, MAX_FILE_BYTES)
         inputs.record(root, "pyproject.toml", raw)
         text = raw.decode("utf-8")
         data = tomllib.loads(text)
+    except TooLarge as big:
+        return {}, [_unreadable(f"pyproject.toml is too large to read ({big})")], ""
     except tomllib.TOMLDecodeError as exc:
         reason = str(exc)
         at = _TOML_AT_RE.search(reason)
@@ -91,9 +93,28 @@ def _read_pyproject(root: Path) -> tuple[dict[str, Any], list[Diagnostic], str]:
             ],
             "",
         )
+    except (ValueError, RecursionError) as exc:  # tomllib: 4,300+ digits, deep nesting
+        why = (
+            "it nests too deeply"
+            if isinstance(exc, RecursionError)
+            else "a number has more digits than Python reads (4,300)"
+            if "digits" in str(exc)
+            else str(exc)
+        )
+        return {}, [_unreadable(f"pyproject.toml cannot be read: {why}")], ""
     tool = data.get("tool", {})
     section = tool.get("lockdocs", {}) if isinstance(tool, dict) else {}
     return (section if isinstance(section, dict) else {}), [], text
+
+
+def _unreadable(message: str) -> Diagnostic:
+    return Diagnostic(
+        "LD003",
+        Severity.ERROR,
+        message,
+        Location("pyproject.toml", 1, 1),
+        "keep pyproject.toml to plain settings: a few kilobytes, numbers of ordinary size",
+    )
 
 
 def _table_of(header: str) -> tuple[str, ...]:

@@ -9,6 +9,7 @@ the typer route.
 from __future__ import annotations
 
 import contextlib
+import errno
 import gc
 import os
 import sys
@@ -65,10 +66,30 @@ def _fast(argv: list[str]) -> _Plan | None:
     return _Plan(command, root, fmt, **flags)
 
 
+def _utf8_mode() -> None:
+    """lockdocs reads and writes UTF-8 files whatever the locale. Under LC_ALL=C with
+    PYTHONUTF8=0, Python decodes file names as ASCII (a non-ASCII name becomes lone surrogates
+    that no UTF-8 file can hold) and cannot open a page named with a non-ASCII character, so
+    the run starts again, once, in Python's UTF-8 mode (as under a plain C locale, where
+    Python turns it on by itself)."""
+    if sys.flags.utf8_mode or sys.getfilesystemencoding().lower().replace("-", "") == "utf8":
+        return
+    if os.environ.get(_REEXEC) or not getattr(sys, "orig_argv", None):
+        return  # tried once already, or no command line to start again with
+    env = {**os.environ, "PYTHONUTF8": "1", _REEXEC: "1"}
+    with contextlib.suppress(OSError):  # else go on: the streams below are still tolerant
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execve(sys.executable, sys.orig_argv, env)
+
+
+_REEXEC = "LOCKDOCS_UTF8_RESTARTED"
+
+
 def _tolerant_streams() -> None:
-    """Under LC_ALL=C with PYTHONUTF8=0 stdout is ASCII: a non-ASCII title or project path
-    in a message would stop the run with UnicodeEncodeError. Such characters are written as
-    backslash escapes instead (a UTF-8 terminal sees no change)."""
+    """Under a locale whose encoding is not UTF-8 stdout may be ASCII: a non-ASCII title or
+    project path in a message would stop the run with UnicodeEncodeError. Such characters are
+    written as backslash escapes instead (a UTF-8 terminal sees no change)."""
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
@@ -76,30 +97,104 @@ def _tolerant_streams() -> None:
                 reconfigure(errors="backslashreplace")
 
 
+def _closed_streams() -> None:
+    """Started with stderr closed (2>&-), Python gives None for it, and the first message
+    would end the run with exit 1 ("findings"): messages are dropped instead, and the exit code
+    still tells. Started with stdout closed (>&-), nothing can be written: exit 2 at once, before
+    anything is read or written (as a write error is for other tools)."""
+    if sys.stderr is None:
+        sys.stderr = Path(os.devnull).open("w", encoding="utf-8")  # noqa: SIM115 (until exit)
+    if sys.stdout is None:
+        sys.stderr.write(
+            "lockdocs: the standard output is closed (>&-), so nothing can be written; to "
+            "discard the output, send it to /dev/null\n"
+        )
+        sys.exit(2)
+
+
+def _pipe_closed_under_click() -> bool:
+    """Whether click (the typer route; typer vendors it as typer._click) met a closed pipe: it
+    swaps stdout for its own wrapper and exits 1, which would read as "findings"."""
+    kind = type(sys.stdout)
+    return kind.__module__.endswith("click.utils") and "PacifyFlushWrapper" in kind.__name__
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so the flush at exit cannot fail a second time."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.__stdout__.fileno() if sys.__stdout__ else 1)
+
+
+def _fault(exc: BaseException) -> str | None:
+    """A plain message for a fault of the environment (not of lockdocs, not of the input), or
+    None for anything else."""
+    if isinstance(exc, BrokenPipeError):
+        return (
+            "the output was cut off: whatever reads it closed the pipe before lockdocs "
+            "finished writing (the result is unknown; run it without the pipe to see it)"
+        )
+    if isinstance(exc, MemoryError):
+        return (
+            "out of memory; the declarations need more than this machine (or its memory "
+            "limit) allows: lower limits.path_work or limits.analysis_work in locks.yaml"
+        )
+    if isinstance(exc, OSError):
+        try:
+            Path.cwd()
+        except OSError:
+            return (
+                "the working folder no longer exists (deleted or moved); cd into the project again"
+            )
+        what = exc.strerror or type(exc).__name__
+        name = exc.filename if exc.filename is not None else ""
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            where = f"writing {name}" if name else "writing the output"
+            return f"{what} ({where}): the disk is full; free some space and run it again"
+        return f"{what}: {name}" if name else what
+    return None
+
+
+def _run() -> None:
+    plan = None if os.environ.get("LOCKDOCS_NO_FAST") else _fast(sys.argv[1:])
+    if plan is None:
+        # The lazy boundary of the typer app: only the spellings the fast route does not
+        # handle pay for typer and its pydantic models.
+        from lockdocs.cli import app
+
+        app()
+        return
+    # The lazy boundary of the pipeline: only a run of check or validate loads it (the
+    # typer route loads the body of the command it parses, if any).
+    from lockdocs.commands.check import check, validate
+
+    fmt = Format(plan.fmt)
+    if plan.command == "check":
+        sys.exit(check(plan.root, fmt, plan.drift, show_diff=plan.show_diff, svg=plan.svg))
+    sys.exit(validate(plan.root, fmt))
+
+
 def main() -> None:
-    """Maps anything unexpected to exit code 3 instead of a traceback."""
+    """Maps a fault of the environment (a closed pipe, a deleted working folder, no memory)
+    to exit code 2 with a plain message, and anything else unexpected to exit code 3 instead
+    of a traceback."""
     # A run builds many small objects and frees them at exit; Python's default collector
     # thresholds scan the growing heap again and again (measured: loading the 100x synthetic
     # project takes 2.2 s with them, 1.3 s with these, and 1000x is near-linear again).
     gc.set_threshold(100_000, 50, 1000)
+    _closed_streams()
+    _utf8_mode()
     _tolerant_streams()
     try:
-        plan = None if os.environ.get("LOCKDOCS_NO_FAST") else _fast(sys.argv[1:])
-        if plan is None:
-            # The lazy boundary of the typer app: only the spellings the fast route does not
-            # handle pay for typer and its pydantic models.
-            from lockdocs.cli import app
-
-            app()
-            return
-        # The lazy boundary of the pipeline: only a run of check or validate loads it (the
-        # typer route loads the body of the command it parses, if any).
-        from lockdocs.commands.check import check, validate
-
-        fmt = Format(plan.fmt)
-        if plan.command == "check":
-            sys.exit(check(plan.root, fmt, plan.drift, show_diff=plan.show_diff, svg=plan.svg))
-        sys.exit(validate(plan.root, fmt))
+        try:
+            _run()
+        except SystemExit:
+            # Flushed here, where a closed pipe is caught, rather than at exit.
+            sys.stdout.flush()
+            if _pipe_closed_under_click():
+                raise BrokenPipeError(errno.EPIPE, "Broken pipe") from None
+            raise
+        sys.stdout.flush()
     except SystemExit:
         raise
     except KeyboardInterrupt:
@@ -108,6 +203,13 @@ def main() -> None:
     except Exception as exc:
         if os.environ.get("LOCKDOCS_DEBUG"):
             raise
+        fault = _fault(exc)
+        if fault is not None:
+            if isinstance(exc, BrokenPipeError):
+                _quiet_stdout()
+            with contextlib.suppress(OSError, ValueError):
+                sys.stderr.write(f"lockdocs: {fault}\n")
+            sys.exit(2)
         sys.stderr.write(
             f"lockdocs: internal error: {type(exc).__name__}: {exc}\n"
             "This is a bug in lockdocs. Run again with LOCKDOCS_DEBUG=1 for the traceback and "

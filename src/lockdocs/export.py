@@ -9,8 +9,10 @@ import json
 from typing import Any
 
 from lockdocs import model as m
+from lockdocs.analysis.budget import EVENT, Budget
 from lockdocs.analysis.events import Event
 from lockdocs.analysis.flatten import Flattener
+from lockdocs.analysis.walkbase import Stop
 from lockdocs.keys import key_sql
 
 EXPORT_VERSION = 1
@@ -215,11 +217,35 @@ def acquisition_json(ev: Event) -> dict[str, Any]:
     }
 
 
-def path_json(model: m.Model, path: m.Path, flattener: Flattener) -> dict[str, Any]:
+class TooLarge(Exception):
+    """A path whose acquisitions the export cannot list within the analysis's bounds (its
+    own work, limits.path_work, or the whole run's, limits.analysis_work): the export stops
+    rather than run for minutes or write gigabytes."""
+
+    def __init__(self, path: m.Path, why: str) -> None:
+        super().__init__(why)
+        self.path = path
+        self.why = why
+
+
+def path_json(
+    model: m.Model, path: m.Path, flattener: Flattener, budget: Budget | None = None
+) -> dict[str, Any]:
     flattener.events = []
     flattener.seen = set()
-    flattener.path(path)
+    start = flattener.units
+    if budget is not None:
+        flattener.cap = start + budget.left
+    try:
+        flattener.path(path)
+    except Stop:
+        why = "it needs more work to flatten than limits.path_work allows"
+        raise TooLarge(path, why) from None
     acq = [e for e in flattener.events if e.kind in ("acquire", "retake", "upgrade")]
+    # what the walk cost, and what listing it costs: each acquisition names its run: chain
+    cost = flattener.units - start + EVENT * len(flattener.events)
+    if budget is not None and not budget.spend(cost + sum(len(e.through) for e in acq)):
+        raise TooLarge(path, budget.words() + " here")
     return {
         "id": path.id,
         "title": path.title,
@@ -238,7 +264,9 @@ def path_json(model: m.Model, path: m.Path, flattener: Flattener) -> dict[str, A
 
 
 def export_model(model: m.Model) -> dict[str, Any]:
+    """The model as plain data; raises TooLarge at a path past the analysis's bounds."""
     flattener = Flattener(model)
+    budget = Budget.of(model.limits)
     return {
         "lockdocs_export": EXPORT_VERSION,
         "page": {
@@ -274,7 +302,7 @@ def export_model(model: m.Model) -> dict[str, Any]:
             }
             for g in model.groups
         ],
-        "paths": [path_json(model, p, flattener) for p in model.paths.values()],
+        "paths": [path_json(model, p, flattener, budget) for p in model.paths.values()],
         "rules": [
             {
                 "id": r.id,

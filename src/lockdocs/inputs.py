@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 from lockdocs.confine import inside
+from lockdocs.load import TooLarge, read_capped
 
 _SEEN: dict[str, dict[str, str]] = {}
 
@@ -75,9 +76,9 @@ def template_snapshot(root: Path) -> tuple[dict[str, str], str]:
                 record(root, f"{TEMPLATE_DIR}/{rel}", b"<outside>")
                 return {}, f"{TEMPLATE_DIR}/{rel} leads outside the project (a symlink?)"
             try:
-                if path.stat().st_size > MAX_TEMPLATE_BYTES:
-                    return {}, f"{TEMPLATE_DIR}/{rel} is over {MAX_TEMPLATE_BYTES:,} bytes"
-                data = path.read_bytes()
+                data = read_capped(path, MAX_TEMPLATE_BYTES)
+            except TooLarge:
+                return {}, f"{TEMPLATE_DIR}/{rel} is over {MAX_TEMPLATE_BYTES:,} bytes"
             except OSError as exc:
                 return {}, f"{TEMPLATE_DIR}/{rel} cannot be read ({exc.strerror})"
             record(root, f"{TEMPLATE_DIR}/{rel}", data)

@@ -8,6 +8,8 @@ duplicate key is an error, and alias bombs and deep nesting are refused with bou
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +50,40 @@ MAX_STEPS = 500_000
 MAX_WALK_ENTRIES = 100_000  # files and folders looked at under the paths folder
 
 JsonPath = tuple[str | int, ...]
+
+
+class TooLarge(Exception):
+    """A file past the size it may have: refused before its bytes are read."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"the file is {size:,} bytes; the limit is {limit:,}")
+        self.size = size
+        self.limit = limit
+
+
+class NotAFile(OSError):
+    """A name that is not a regular file (a FIFO, a device, a socket): never read, since a
+    FIFO would wait for a writer and a device may never end."""
+
+
+def read_capped(path: Path, limit: int) -> bytes:
+    """A file's bytes, measured before they are read: past `limit` bytes it raises TooLarge,
+    having read at most `limit` + 1 of them (a file that grows while it is read cannot run
+    on). Opened without blocking, so a FIFO planted under a declaration's name is refused
+    rather than waited on."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotAFile(0, "not a regular file", str(path))
+        if info.st_size > limit:
+            raise TooLarge(info.st_size, limit)
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise TooLarge(len(data), limit)
+    return data
+
+
 _STR = "tag:yaml.org,2002:str"
 _MERGE = "tag:yaml.org,2002:merge"
 
@@ -191,10 +227,16 @@ class _Builder:
                 "write the value plainly (quote it to make it text)",
             ) from None
         if type(value) is int and not -(2**63) <= value < 2**63:
+            # str() of an integer past 4,300 digits raises ValueError: say its size instead
+            shown = (
+                _short(str(value))
+                if value.bit_length() < 10_000
+                else (f"of {value.bit_length():,} bits")
+            )
             raise _Refused(
                 "LD003",
                 node,
-                f"the integer {_short(str(value))} does not fit in 64 bits",
+                f"the integer {shown} does not fit in 64 bits",
                 "lockdocs' numbers (issue numbers, orders, keys) are 64-bit at most",
             )
         return value
@@ -316,19 +358,18 @@ def parse_text(text: str, file: str) -> tuple[Document | None, list[Diagnostic]]
 def read_file(path: Path, display: str) -> tuple[Document | None, list[Diagnostic]]:
     """Read and parse one declaration file, refusing what is too large or not UTF-8."""
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            return None, [
-                _error(
-                    "LD009",
-                    display,
-                    1,
-                    1,
-                    f"the file is {size:,} bytes; the limit is {MAX_FILE_BYTES:,}",
-                    "split the declarations into several files under paths/",
-                )
-            ]
-        raw = path.read_bytes()
+        raw = read_capped(path, MAX_FILE_BYTES)
+    except TooLarge as big:
+        return None, [
+            _error(
+                "LD009",
+                display,
+                1,
+                1,
+                str(big),
+                "split the declarations into several files under paths/",
+            )
+        ]
     except OSError as exc:
         return None, [
             _error(

@@ -284,7 +284,11 @@ def write(scaffold: Scaffold) -> list[Path]:
 def next_steps(root: Path, advice: Advice | None = None) -> str:
     """What init prints after the files: the two commands, the site (what was written, or what
     to add to an existing mkdocs.yml), the three ways to serve it, and the pre-commit hook."""
-    where = "" if root.resolve() == Path.cwd().resolve() else f" --root {root}"
+    try:
+        here: Path | None = Path.cwd().resolve()
+    except OSError:  # the working folder was deleted: the project is named in full
+        here = None
+    where = "" if root.resolve() == here else f" --root {root}"
     into = "" if not where else f" (in {root})"
     out = (
         "Next:\n"
@@ -300,7 +304,7 @@ def next_steps(root: Path, advice: Advice | None = None) -> str:
     elif advice.add:
         out += "Add these lines to your mkdocs.yml, so the page builds as it should:\n\n"
         out += _indent(advice.add + "\n")
-    else:
+    elif advice.read:
         out += "Your mkdocs.yml already has what the page needs.\n"
     for note in advice.notes if advice else ():
         out += f"Note: {note}\n"

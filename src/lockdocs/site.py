@@ -17,6 +17,8 @@ from typing import Any
 
 import yaml
 
+from lockdocs.load import MAX_FILE_BYTES, TooLarge, read_capped
+
 # (extension, what the page uses it for, a pattern that finds that use in the page)
 _NEEDS = (
     (
@@ -123,23 +125,64 @@ class Advice:
 
     add: str
     notes: tuple[str, ...] = ()
+    read: bool = True  # False: mkdocs.yml could not be read, so nothing is known of it
+
+
+# mkdocs.yml is read with bounds, as the declarations are: a config far larger than any site's,
+# an alias bomb (a few lines that expand to billions of values) or nesting that exhausts the
+# parser is refused in bounded time and memory, with a note instead of the advice.
+MAX_CONFIG_BYTES = MAX_FILE_BYTES
+MAX_CONFIG_VALUES = 200_000  # values reached, an alias counted each time it is reached
+MAX_CONFIG_DEPTH = 100
+_NULLS = frozenset({"", "~", "null", "Null", "NULL"})
+
+
+class _Unreadable(Exception):
+    """mkdocs.yml cannot be read within the bounds; the message says why."""
 
 
 def _load_lenient(text: str) -> Any:
-    """mkdocs.yml as data, its !!python/name and !ENV tags read as plain values."""
+    """mkdocs.yml as plain data: mappings, lists and every scalar as its text (a plain null as
+    None). Tags (!ENV, !!python/name:...) are never constructed, so no value can fail to
+    convert (a 5,000-digit integer, `!!int ²`); only what `advise` reads is needed."""
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+    except RecursionError:
+        raise _Unreadable("it nests too deeply") from None
+    finally:
+        loader.dispose()
+    if node is None:
+        return None
+    count = 0
 
-    class Loader(yaml.SafeLoader):
-        pass
+    def plain(n: yaml.Node, depth: int) -> Any:
+        nonlocal count
+        count += 1
+        if count > MAX_CONFIG_VALUES:
+            raise _Unreadable(
+                f"it expands to more than {MAX_CONFIG_VALUES:,} values (an alias bomb?)"
+            )
+        if depth > MAX_CONFIG_DEPTH:
+            raise _Unreadable(f"it nests deeper than {MAX_CONFIG_DEPTH} levels")
+        if isinstance(n, yaml.MappingNode):
+            out: dict[str, Any] = {}
+            for k, v in n.value:
+                key = k.value if isinstance(k, yaml.ScalarNode) else ""
+                out[str(key)] = plain(v, depth + 1)
+            return out
+        if isinstance(n, yaml.SequenceNode):
+            return [plain(v, depth + 1) for v in n.value]
+        value = str(n.value)
+        return None if getattr(n, "style", None) is None and value in _NULLS else value
 
-    def anything(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
-        if isinstance(node, yaml.ScalarNode):
-            return loader.construct_scalar(node)
-        if isinstance(node, yaml.SequenceNode):
-            return loader.construct_sequence(node)
-        return loader.construct_mapping(node)  # type: ignore[arg-type]
+    return plain(node, 0)
 
-    Loader.add_multi_constructor("", anything)
-    return yaml.load(text, Loader=Loader)  # a SafeLoader that knows every tag
+
+try:  # libyaml: faster, and it bounds nesting itself
+    _Loader: Any = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - depends on the PyYAML build
+    _Loader = yaml.SafeLoader
 
 
 def advise(config_file: Path, page_markdown: str, page: str, title: str) -> Advice:
@@ -147,10 +190,11 @@ def advise(config_file: Path, page_markdown: str, page: str, title: str) -> Advi
     stylesheet."""
 
     try:
-        config = _load_lenient(config_file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        reason = str(exc).splitlines()[0]
-        return Advice("", (f"cannot read {config_file.name} ({reason}); add attr_list yourself",))
+        config = _load_lenient(read_capped(config_file, MAX_CONFIG_BYTES).decode("utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, TooLarge, _Unreadable) as exc:
+        reason = (str(exc).splitlines() or [type(exc).__name__])[0]
+        note = f"cannot read {config_file.name} ({reason}); add attr_list yourself"
+        return Advice("", (note,), read=False)
     if not isinstance(config, dict):
         config = {}
     blocks: list[str] = []

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lockdocs.analysis.budget import ARCS
 from lockdocs.analysis.facts import Facts as Context
 from lockdocs.analysis.gates import gate, representatives, waits
 from lockdocs.analysis.graph import Edge, LockGraph
@@ -43,6 +44,9 @@ class Unfinished:
     start: Edge  # the hop whose search stopped
     states: int
     backend: str | None
+    # What stopped it: "search" (limits.cycle_search), or the whole analysis's budget
+    # (analysis/budget.py): "work" (limits.analysis_work) or "time" (limits.analysis_seconds)
+    reason: str = "search"
 
 
 def _rotate(cycle: Cycle) -> Cycle:
@@ -66,11 +70,15 @@ def find_cycles(
     search = Search(ctx, graph)
     reps = search.reps
     backend = graph.edges[0].backend if graph.edges else None
+    comps = search.components()
+    if comps is None:  # the whole analysis's budget ran out before any search
+        why = ctx.budget.out or "work"
+        return [], [Unfinished(locks, e, 0, backend, why) for locks, e in search.unsearched()]
     found: list[Cycle] = []
     unfinished: list[Unfinished] = []
     pairs: set[frozenset[str]] = set()
     spent = 0
-    for comp in search.components():
+    for comp in comps:
         members = set(comp)
         locks = tuple(sorted({reps[i].src for i in comp} | {reps[i].dst for i in comp}))
         if len(locks) < 2:
@@ -82,14 +90,23 @@ def find_cycles(
             # cycle over just these two locks is known, any other through the hop includes it.
             if e.src == e.dst or frozenset((e.src, e.dst)) in pairs:
                 continue
-            if spent >= total_budget:
-                stopped = stopped or Unfinished(locks, e, 0, backend)
+            if spent >= total_budget or ctx.budget.out:
+                why = ctx.budget.out or "search"
+                stopped = stopped or Unfinished(locks, e, 0, backend, why)
                 break
             allowed = min(budget, total_budget - spent)
+            before = search.arcs
+            search.arc_cap = before + ARCS * ctx.budget.left
             chain, steps = search.shortest(start, members, allowed)
             if steps >= 0 and chain is not None and not search.valid(chain):
                 more, extra = search.shortest_valid(start, members, allowed - steps, len(chain))
                 chain, steps = more, (steps + extra if extra >= 0 else -1)
+            paid = search.arcs // ARCS - before // ARCS
+            if not ctx.budget.spend(paid) and steps < 0:
+                # the whole analysis's budget ran out during this search (one that finished
+                # first still counts: its cycle, or its proof that there is none)
+                stopped = stopped or Unfinished(locks, e, 0, backend, ctx.budget.out or "work")
+                break
             if steps < 0:
                 spent += allowed
                 stopped = stopped or Unfinished(locks, e, allowed, backend)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from lockdocs.analysis.chain import EMPTY, Chain
 from lockdocs.diagnostics import Location
 
 
@@ -55,7 +56,7 @@ class Event(NamedTuple):
     repeated: bool = False
     order: str | None = None
     via: tuple[str, ...] = ()
-    through: tuple[str, ...] = ()
+    through: Chain = EMPTY  # the run: chain, outermost first (chain.py)
     option: str | None = None
     implicit: str | None = None
     changes_key: bool = False
@@ -77,4 +78,6 @@ class Refusal:
     location: Location
     units: int
     budget: int
-    scope: str  # "path" | "total"
+    # "path" (limits.path_work), "total" (all paths: twenty times that), or the whole
+    # analysis's budget (analysis/budget.py): "work" (limits.analysis_work), "time"
+    scope: str

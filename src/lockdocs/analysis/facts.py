@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from lockdocs import model as m
+from lockdocs.analysis.budget import Budget
 from lockdocs.analysis.events import Event, Held, Refusal
 from lockdocs.analysis.flatten import backends, flatten_all
 from lockdocs.diagnostics import Location
@@ -28,6 +29,11 @@ class Facts:
     # Singleton guards of a held set, by the held set's id (kept beside its result, so the id
     # cannot be reused while cached): gate checks ask for them constantly.
     guard_cache: dict[int, tuple[tuple[Held, ...], dict[str, str]]] = field(default_factory=dict)
+    # The whole analysis's budget (budget.py): every phase charges it.
+    budget: Budget = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.budget = Budget.of(self.model.limits)
 
     @cached_property
     def has_parents(self) -> bool:
@@ -56,7 +62,7 @@ class Facts:
 
     def events(self, backend: str | None) -> list[Event]:
         if backend not in self._events:
-            done = flatten_all(self.model, backend)
+            done = flatten_all(self.model, backend, budget=self.budget)
             self._events[backend] = done.events
             self._refusals[backend] = done.refusals
             self.loop_orders.update(done.loop_orders)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lockdocs import model as m
+from lockdocs.analysis.budget import EVENT, Budget
 from lockdocs.analysis.events import Event, Refusal
 from lockdocs.analysis.states import (
     Frame,
@@ -121,8 +122,8 @@ class Flattener(Takes):
                     callee = self.model.paths[step.path]
                     inner = replace(
                         frame,
-                        through=(*frame.through, callee.id),
-                        sites=(*frame.sites, f"{step.location.file}:{step.location.line}"),
+                        through=frame.through.add(callee.id),
+                        sites=frame.sites.add(f"{step.location.file}:{step.location.line}"),
                     )
                     stack.append(("seq", callee.steps, 0, inner))
             elif tag == "join":  # a loop may run zero times: the states before it go on too
@@ -184,7 +185,7 @@ class Flattener(Takes):
     def path(self, path: m.Path) -> None:
         self.path_start = self.units
         budget = self.model.limits.path_work
-        self.limit = min(self.units + budget, TOTAL_FACTOR * budget)
+        self.limit = min(self.units + budget, TOTAL_FACTOR * budget, self.cap)
         start = State((), 0, None, (), False, False)
         if path.transaction:
             states = self.begin(path, start, path.transaction, path.location, Frame(), 1)
@@ -209,9 +210,15 @@ class Flattened:
     loop_orders: dict[str, str | None] = field(default_factory=dict)
 
 
-def flatten_all(model: m.Model, backend: str | None = None, only: str | None = None) -> Flattened:
+def flatten_all(
+    model: m.Model,
+    backend: str | None = None,
+    only: str | None = None,
+    budget: Budget | None = None,
+) -> Flattened:
     """Every standalone path's events, in declaration order, and the path refused as too large
-    to analyse, if any (the walk stops there: the run cannot be trusted past it)."""
+    to analyse, if any (the walk stops there: the run cannot be trusted past it). `budget`, the
+    whole analysis's, is charged with the work and stops the walk where it runs out."""
     f = Flattener(model, backend)
     refusals: list[Refusal] = []
     # one path's, `only`: looked up, not searched for, so the page's one call per path stays
@@ -220,15 +227,30 @@ def flatten_all(model: m.Model, backend: str | None = None, only: str | None = N
     for pid, path in chosen:
         if not path.standalone and only is None:
             continue
+        start, made = f.units, len(f.events)
+        if budget is not None:
+            f.cap = start + budget.left
         try:
             f.path(path)
         except Stop:
             used = f.units - f.path_start
+            paid = budget is None or budget.spend(used + EVENT * (len(f.events) - made))
             if used > model.limits.path_work:
                 refusals.append(Refusal(pid, path.location, used, model.limits.path_work, "path"))
+            elif budget is not None and not paid:
+                refusals.append(
+                    Refusal(pid, path.location, budget.spent, budget.limit, budget.out or "work")
+                )
             else:
                 total = TOTAL_FACTOR * model.limits.path_work
                 refusals.append(Refusal(pid, path.location, f.units, total, "total"))
+            break
+        if budget is not None and not budget.spend(
+            f.units - start + EVENT * (len(f.events) - made)
+        ):
+            refusals.append(
+                Refusal(pid, path.location, budget.spent, budget.limit, budget.out or "work")
+            )
             break
     return Flattened(f.events, refusals, f.loop_orders)
 

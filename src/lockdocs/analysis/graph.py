@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, TypeVar
 
 from lockdocs import model as m
+from lockdocs.analysis.chain import EMPTY, Chain
 from lockdocs.analysis.events import Event, Held
 from lockdocs.analysis.facts import Facts
 from lockdocs.diagnostics import Location
@@ -37,7 +38,7 @@ class Edge(NamedTuple):
     backend: str | None = None
     transaction: int = 0
     txkind: str | None = None
-    through: tuple[str, ...] = ()
+    through: Chain = EMPTY
     held_at: int = 0  # line where src was taken
     # For an upgrade: the modes of dst this transaction already holds. Whoever blocks it must
     # hold that same instance in a mode that coexists with every one of them.
@@ -226,6 +227,7 @@ def build_graph(ctx: Facts, backend: str | None = None) -> LockGraph:
     for ev in ctx.events(backend):  # events are distinct, so their edges are too
         if ev.kind in ("acquire", "upgrade"):
             edges.extend(_edges_of(ev, ctx, backend))
+    ctx.budget.spend(len(edges))  # the whole analysis's (budget.py): an edge is a unit
     edges.sort(key=Edge.sort_key)
     by_pair: dict[tuple[str, str], list[Edge]] = defaultdict(list)
     for e in edges:

@@ -77,7 +77,7 @@ def hop(e: Edge, upgrade: bool = False) -> Hop:
         e.wanted_mode,
         e.guards,
         e.txkind,
-        e.through,
+        tuple(e.through),
         upgrade,
         hop(e.queued_by) if e.queued_by is not None else None,
         e.connection,

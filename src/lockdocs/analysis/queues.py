@@ -5,6 +5,7 @@ first, so a later request that has to wait too queues behind it.
 
 from __future__ import annotations
 
+from lockdocs.analysis.budget import HOP, PAIR
 from lockdocs.analysis.events import Event, Held
 from lockdocs.analysis.facts import Facts as Context
 from lockdocs.analysis.gates import gate, parent_gated, singleton_guards
@@ -63,6 +64,10 @@ def queue_hops(ctx: Context, backend: str | None, locks: set[str]) -> list[Edge]
     out: list[Edge] = []
     for lock in sorted(waiters):
         for ev in waiters[lock].values():
+            # A waiter meets every holder of its row: the whole analysis's budget (budget.py)
+            # pays for each meeting; past it the search reports its graph unfinished.
+            if not ctx.budget.spend(1 + PAIR * len(holders.get(lock, {}))):
+                return out
             waiting = Edge(
                 src=lock,
                 dst=lock,
@@ -81,5 +86,7 @@ def queue_hops(ctx: Context, backend: str | None, locks: set[str]) -> list[Edge]
             for holding in holders.get(lock, {}).values():
                 if gate(ctx, waiting, holding) or parent_gated(ctx, waiting, holding.held_parent):
                     continue  # they never run at once
+                if not ctx.budget.spend(HOP):
+                    return out
                 out.append(waiting._replace(queued=holding.held_mode, queued_by=holding))
     return out

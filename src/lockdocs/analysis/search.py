@@ -5,13 +5,18 @@ component of the graph of waits, a breadth-first search over (hop, gates claimed
 the shortest cycle through it that no gate cuts, or proves there is none. When a search needs
 more than its budget of states it stops and the component is reported as unfinished (LD204)
 instead of being passed over in silence.
+
+Every search counts the arcs it follows (a hop of a dense graph has thousands), and building
+the graph of waits counts its hops and arcs, against the whole analysis's budget
+(`budget.py`): past it, `complete` is False and the parts of the graph not searched are
+reported, each as unfinished.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
+from lockdocs.analysis.budget import HOP
 from lockdocs.analysis.facts import Facts as Context
 from lockdocs.analysis.gates import parent_gated, representatives, singleton_guards
 from lockdocs.analysis.graph import Edge, LockGraph, strongly_connected
@@ -59,8 +64,15 @@ class Search:
             if src in component and component[src] == component.get(dst):
                 reps.extend(representatives(edges, ctx))
         backend = graph.backend
-        reps.extend(queue_hops(ctx, backend, set(component)))
+        # False once the whole analysis's budget ran out while the graph of waits was built
+        # (or its components found): nothing of it may be trusted then. A row's queue hops
+        # are paid for as they are made (queues.py).
+        self.complete = ctx.budget.spend(HOP * len(reps))
+        if self.complete:
+            reps.extend(queue_hops(ctx, backend, set(component)))
+            self.complete = ctx.budget.out is None
         self.reps = reps
+        self.graph = graph
         self.guards = [singleton_guards(ctx, e) for e in reps]
         # Each hop's guard set as a number (-1: none), so gate checks are cached per pair.
         ids: dict[frozenset[tuple[str, str]], int] = {}
@@ -106,7 +118,7 @@ class Search:
         cache: dict[tuple[object, ...], list[int]] = {}
         self.succ: dict[int, list[int]] = {}
         for i, e in enumerate(reps):
-            if e.never_waits:
+            if e.never_waits or not self.complete:
                 self.succ[i] = []
                 continue
             same = (
@@ -121,6 +133,10 @@ class Search:
             if found is None:
                 found = self._successors(ctx, backend, i, holders, waiters)
                 cache[same] = found
+                # its gate checks and its arcs (the lists are shared: memory is these)
+                checks = len(holders.get(e.dst, ())) + len(waiters.get(e.dst, ()))
+                if not ctx.budget.spend(1 + checks + len(found)):
+                    self.complete = False
             self.succ[i] = found
         self._claims: dict[int, frozenset[tuple[str, str]]] = {}
         # What each hop says about the order of its two instances (Edge.dims); None for a hop
@@ -130,6 +146,10 @@ class Search:
             None if e.upgrade_from or e.queued else frozenset((d, r == "<") for d, r in e.dims)
             for e in reps
         ]
+        # Arcs followed by every search so far, and where the whole analysis's budget stops
+        # the one under way (set by the caller before each search).
+        self.arcs = 0
+        self.arc_cap = 1 << 62
 
     def _successors(
         self,
@@ -212,10 +232,36 @@ class Search:
             self._gates[key] = found
         return found
 
-    def components(self) -> Iterator[list[int]]:
-        for comp in strongly_connected(list(range(len(self.reps))), self.succ):
-            if len(comp) > 1 or comp[0] in self.succ[comp[0]]:
-                yield comp
+    def components(self) -> list[list[int]] | None:
+        """The strongly connected components of the graph of waits that can hold a cycle, or
+        None when the whole analysis's budget cannot pay for finding them (an arc each)."""
+        if not self.complete or not self.ctx.budget.spend(sum(len(s) for s in self.succ.values())):
+            self.complete = False
+            return None
+        return [
+            comp
+            for comp in strongly_connected(list(range(len(self.reps))), self.succ)
+            if len(comp) > 1 or comp[0] in self.succ[comp[0]]
+        ]
+
+    def unsearched(self) -> list[tuple[tuple[str, ...], Edge]]:
+        """Each part of the lock graph that may hold a cycle (a strongly connected component
+        of two or more locks), with its first edge: what a search that never ran leaves
+        unchecked."""
+        graph = self.graph
+        out: list[tuple[tuple[str, ...], Edge]] = []
+        for locks in strongly_connected(graph.nodes, graph.successors()):
+            if len(locks) < 2:
+                continue
+            members = set(locks)
+            inside = [
+                e
+                for (src, dst), edges in graph.by_pair.items()
+                if src != dst and src in members and dst in members
+                for e in edges
+            ]
+            out.append((tuple(locks), min(inside, key=Edge.sort_key)))
+        return out
 
     def _items(self, j: int) -> frozenset[tuple[str, str]]:
         """What hop j claims while it waits: its gate locks (lock, mode), and itself (a hop is
@@ -259,9 +305,13 @@ class Search:
             nxt: list[int] = []
             for n in frontier:
                 steps += 1
-                if steps > budget:
+                succ = self.succ[n]
+                # every arc followed counts against the whole analysis (a hop of a dense
+                # graph has thousands)
+                self.arcs += len(succ)
+                if steps > budget or self.arcs > self.arc_cap:
                     return None, -1
-                for m in self.succ[n]:
+                for m in succ:
                     if m == start:
                         chain = [n]
                         while parent[chain[-1]] != -1:
@@ -300,7 +350,8 @@ class Search:
                     frame[2] += 1
                     m = succ[i]
                     steps += 1
-                    if steps > budget:
+                    self.arcs += 1
+                    if steps > budget or self.arcs > self.arc_cap:
                         return None, -1
                     if m == start:
                         if closes(state):

@@ -14,6 +14,7 @@ from functools import cached_property
 from typing import NamedTuple
 
 from lockdocs import model as m
+from lockdocs.analysis.chain import EMPTY, Chain
 from lockdocs.analysis.events import Held
 from lockdocs.diagnostics import Location
 
@@ -50,8 +51,8 @@ class Frame:
 
     loops: tuple[LoopFrame, ...] = ()
     iteration: tuple[str, ...] = ()  # per enclosing loop: "2" now, "1" an earlier iteration
-    through: tuple[str, ...] = ()
-    sites: tuple[str, ...] = ()  # where each run: step of the chain stands, to tell two runs apart
+    through: Chain = EMPTY
+    sites: Chain = EMPTY  # where each run: step of the chain stands, to tell two runs apart
 
     @cached_property
     def loop_ids(self) -> tuple[str, ...]:

@@ -26,6 +26,7 @@ class WalkBase:
     # Each loop's order by its id (the instances a loop names carry its id): what a sorted loop
     # says about keyed instances (model/columns.py) is read from it.
     loop_orders: dict[str, str | None] = field(default_factory=dict)
+    cap: int = 1 << 62  # where the whole analysis's budget (budget.py) stops the walk
 
     def lock_kind(self, lock_id: str) -> str:
         lock = self.model.locks[lock_id]

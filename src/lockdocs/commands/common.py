@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from lockdocs import colour
 from lockdocs.commands import Format
-from lockdocs.project.files import RootNotFound, find_root
+from lockdocs.project.files import RootNotFound, find_root, working_folder
 from lockdocs.report import HERE, REPORTERS, json_report
 from lockdocs.report.where import for_project
 
@@ -22,12 +22,16 @@ class NoRoot(Exception):
 
 
 def resolve_root(root: Path | None) -> Path:
+    """The project's folder: --root, else the nearest one upward from the working folder.
+    A relative --root in a working folder that was deleted is said to be so."""
     try:
         if root is not None:
+            if not root.is_absolute():
+                working_folder()
             if not (root / "locks.yaml").is_file():
                 raise RootNotFound(f"no locks.yaml in {root}")
             return root.resolve()
-        return find_root(Path.cwd())
+        return find_root(working_folder())
     except RootNotFound as exc:
         sys.stderr.write(
             f"lockdocs: {exc}\n"

@@ -13,7 +13,7 @@ import typer
 from lockdocs.api import load
 from lockdocs.commands import ExportFormat
 from lockdocs.commands.common import NoRoot, resolve_root
-from lockdocs.export import export_json
+from lockdocs.export import TooLarge, export_json
 from lockdocs.report import REPORTERS
 from lockdocs.rules.catalog import load_all
 from lockdocs.schema.definition import locks_schema, paths_schema
@@ -29,7 +29,18 @@ def export(root: Path | None, fmt: ExportFormat) -> int:
     if model is None:
         sys.stderr.write(REPORTERS["text"](diags, "the declarations are not valid"))
         return 2
-    sys.stdout.write(export_json(model))
+    try:
+        text = export_json(model)
+    except TooLarge as big:
+        loc = big.path.location
+        sys.stderr.write(
+            f"{loc.file}:{loc.line}:{loc.column}: path '{big.path.id}' cannot be exported: "
+            f"{big.why}\n"
+            "  hint: split the path (fewer run: steps nested, fewer loops and branches inlined), "
+            "or raise limits.path_work and limits.analysis_work in locks.yaml\n"
+        )
+        return 2
+    sys.stdout.write(text)
     return 0
 
 

@@ -13,7 +13,7 @@ from lockdocs.commands import DiffFormat, FailOn
 from lockdocs.diagnostics import printable
 from lockdocs.diff import FORMATTERS, DiffInputError
 from lockdocs.diff import run as run_diff
-from lockdocs.project.files import RootNotFound, find_root
+from lockdocs.project.files import RootNotFound, find_root, working_folder
 
 
 def diff(
@@ -29,13 +29,19 @@ def diff(
 ) -> int:
     """0, or 1 with --fail-on new-findings and a new unwaived finding, or 2 for bad input.
     Messages go through typer.echo, as they always have."""
+    try:
+        here = None if root is not None and root.is_absolute() else working_folder()
+    except RootNotFound as gone:
+        typer.echo(f"lockdocs: {gone}", err=True)
+        return 2
     if root is not None:
         project = root.resolve()
     else:
+        assert here is not None
         try:
-            project = find_root(Path.cwd())
+            project = find_root(here)
         except RootNotFound:
-            project = Path.cwd()
+            project = here
     env = os.environ
     blob = "blob"
     if env.get("GITLAB_CI") == "true":  # GitLab: its own variables and /-/blob/ links

@@ -8,12 +8,19 @@ from pathlib import Path
 
 import typer
 
+from lockdocs.project.files import RootNotFound, working_folder
 from lockdocs.scaffold import ScaffoldError, make, next_steps, write
 
 
 def init(directory: Path) -> int:
     """0 written, 2 when the folder cannot take the project. Messages go through typer.echo,
     as they always have."""
+    if not directory.is_absolute():
+        try:
+            working_folder()
+        except RootNotFound as gone:
+            typer.echo(f"lockdocs: {gone}", err=True)
+            return 2
     if directory.exists() and not directory.is_dir():
         typer.echo(f"lockdocs: {directory} is not a folder", err=True)
         return 2

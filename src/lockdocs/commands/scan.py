@@ -10,7 +10,7 @@ from lockdocs.api import load
 from lockdocs.commands import Format, ScanFormat
 from lockdocs.commands.common import NoRoot, emit, resolve_root
 from lockdocs.diagnostics import printable
-from lockdocs.project.files import RootNotFound, find_root
+from lockdocs.project.files import RootNotFound, find_root, working_folder
 from lockdocs.report import REPORTERS, diagnostic_json
 from lockdocs.scan import output
 from lockdocs.scan.compare import compare
@@ -22,7 +22,14 @@ def scan(root: Path | None, paths: list[Path], fmt: ScanFormat, coverage: bool) 
     cover it. Warnings (files or statements skipped) go to stderr in text form."""
     model = None
     try:
-        base: Path | None = resolve_root(root) if root is not None else find_root(Path.cwd())
+        here = working_folder()
+    except RootNotFound as gone:
+        if root is None or not root.is_absolute():
+            sys.stderr.write(f"lockdocs: {gone}\n")
+            return 2
+        here = root
+    try:
+        base: Path | None = resolve_root(root) if root is not None else find_root(here)
     except (NoRoot, RootNotFound):
         if root is not None or not paths:
             if not paths and root is None:
@@ -39,7 +46,7 @@ def scan(root: Path | None, paths: list[Path], fmt: ScanFormat, coverage: bool) 
             emit(diags, Format.text, "the declarations are not valid")
             return 2
     if paths:
-        result, missing = scan_paths(base or Path.cwd(), paths, model)
+        result, missing = scan_paths(base or here, paths, model)
         if missing:
             for name in missing:
                 sys.stderr.write(f"lockdocs: no such file or folder: {printable(name)}\n")

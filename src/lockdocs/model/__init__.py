@@ -181,6 +181,10 @@ class Limits:
 
     path_work: int = 250_000
     cycle_search: int = 200_000
+    # The whole analysis of one run (analysis/budget.py): work units, and seconds (0: no
+    # bound on time).
+    analysis_work: int = 2_000_000
+    analysis_seconds: int = 120
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,18 @@ def _stranger(path: FsPath) -> str | None:
     return None
 
 
+GONE = "the working folder no longer exists (deleted or moved); cd into the project again"
+
+
+def working_folder() -> FsPath:
+    """The working folder, or RootNotFound in plain words when it was deleted or moved away
+    (os.getcwd fails there: a usage error, not an internal one)."""
+    try:
+        return FsPath.cwd()
+    except OSError:
+        raise RootNotFound(GONE) from None
+
+
 def find_root(start: FsPath) -> FsPath:
     """The nearest folder upward that holds locks.yaml. The walk stops at the repository's
     top (a folder with .git) and at the user's home, and never takes a folder, or a

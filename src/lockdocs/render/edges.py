@@ -40,6 +40,10 @@ class _Raw(NamedTuple):
     witness: Any  # the checker's Edge (for gates), or None
 
 
+# The page's comparisons per unit of limits.analysis_work: a comparison costs a few times a unit.
+COMPARISONS_PER_UNIT = 10
+
+
 class EdgeSet:
     """The graph once per render: the raw edges with their witnesses, and the pairs."""
 
@@ -58,6 +62,10 @@ class EdgeSet:
                 )
         self.raw = raw
         self.pairs = _pairs(model, raw)
+        # What is left of the page's bound on comparing the two ways of a pair (render/view/
+        # bothways.py): a tenth of the analysis's units (200,000 comparisons by default, a
+        # second or two; the 4,500 paths of bench/generate.py's 100x project need 109).
+        self._comparisons = model.limits.analysis_work // COMPARISONS_PER_UNIT
         self._raw_of: dict[tuple[str, str], list[_Raw]] | None = None
 
     def raw_of(self, src: str, dst: str) -> list[_Raw]:
@@ -68,6 +76,12 @@ class EdgeSet:
                 index.setdefault((r.src, r.dst), []).append(r)
             self._raw_of = index
         return self._raw_of.get((src, dst), [])
+
+    def comparisons_left(self) -> int:
+        return self._comparisons
+
+    def spend_comparisons(self, n: int) -> None:
+        self._comparisons = max(0, self._comparisons - n)
 
     def gate(self, a: _Raw, b: _Raw) -> tuple[str, str, str] | None:
         """(lock, mode on a's side, mode on b's side) of a singleton both hold in conflicting

@@ -140,23 +140,31 @@ def _problem(root: Path, exc: Exception) -> TemplateProblem:
         loc = Location(f"{TEMPLATE_DIR}/{exc.name}", 0, 0)
         message = f"template not found: {exc.name}"
     else:
-        loc = _frame_location(root, exc.__traceback__) or Location(TEMPLATE_DIR, 0, 0)
+        # Stopped before any template line ran (a time limit, say): the project's templates
+        # if it has any, else lockdocs' own page template.
+        own = (root / TEMPLATE_DIR).is_dir()
+        fallback = Location(TEMPLATE_DIR if own else _display(root, None, PAGE_TEMPLATE), 0, 0)
+        loc = _frame_location(root, exc.__traceback__) or fallback
         if isinstance(exc, TemplateLimit):
             message = f"template over a limit: {exc}"
         elif isinstance(exc, RecursionError):
             message = "template error: it recurses without end (a macro that calls itself?)"
         else:
             message = f"template error: {type(exc).__name__}: {exc}"
-    return TemplateProblem(
-        Diagnostic(
-            "LD601",
-            Severity.ERROR,
-            message,
-            loc,
-            "fix the template in templates/ (or delete it to use lockdocs' default); "
-            "the fields a template can use are the view objects in lockdocs/render/view/",
+    if loc.file != TEMPLATE_DIR and not loc.file.startswith(TEMPLATE_DIR + "/"):
+        # lockdocs' own template: the project has nothing in templates/ to fix.
+        hint = (
+            "this is lockdocs' own template: the page these declarations make is past one of "
+            "its bounds (see the message); shorten the longest texts or split the project"
+            if isinstance(exc, TemplateLimit)
+            else "this is a bug in lockdocs' own template; please report it"
         )
-    )
+    else:
+        hint = (
+            "fix the template in templates/ (or delete it to use lockdocs' default); "
+            "the fields a template can use are the view objects in lockdocs/render/view/"
+        )
+    return TemplateProblem(Diagnostic("LD601", Severity.ERROR, message, loc, hint))
 
 
 _BLANKS = re.compile(r"\n{3,}")

@@ -3,9 +3,12 @@
 A project's `templates/` folder comes with the repository, so on a pull request's CI run it is
 code from whoever opened the pull request. Jinja's sandbox keeps it from reaching Python
 (`lipsum.__globals__`, `__class__`, ...) and from mutating the view; the bounds here keep it
-from exhausting the machine: no value a template builds (a string, a list, an integer) may
-exceed `MAX_VALUE` characters (items, digits), the page may not exceed `MAX_OUTPUT`
-characters, `range()` hands out at most `MAX_RANGE_ITEMS` items per render, and a render that
+from exhausting the machine: no value a template builds with an expression (a string, a list,
+an integer) may exceed `MAX_VALUE` characters (items, digits); the page may not exceed
+`MAX_OUTPUT` characters, nor may a block of it that a template captures (`{% filter %}`,
+`{% set %}...{% endset %}`, a macro's output), which is page text and bounded as the page is
+(lockdocs' own templates indent all the details of one kind of lock as one block, which a
+large project takes past `MAX_VALUE`); `range()` hands out at most `MAX_RANGE_ITEMS` items per render, and a render that
 runs longer than `TIME_LIMIT` seconds is stopped (on the main thread, where a timer can
 interrupt it). Recursion is bounded by Python's own limit; every breach is a `TemplateLimit`,
 which the renderer reports as LD601 at the template line that caused it.
@@ -37,6 +40,7 @@ MAX_VALUE = 4_000_000  # characters (or items) in one value a template builds
 MAX_OUTPUT = 256_000_000  # characters of one rendered page
 MAX_RANGE_ITEMS = 2_000_000  # range() items over a whole render
 MAX_INT_BITS = 64_000  # about 19,000 digits: far past any count, far below a blow-up
+MAX_INDENT = 1_000  # columns the indent filter may add to each line
 TIME_LIMIT = 120.0  # seconds; LOCKDOCS_TEMPLATE_SECONDS overrides it (the tests use 1)
 
 
@@ -55,17 +59,17 @@ def _size(value: object) -> int:
     return 1
 
 
-def _check(value: object, what: str) -> Any:
+def _check(value: object, what: str, limit: int = MAX_VALUE) -> Any:
     if isinstance(value, int) and not isinstance(value, bool):
         if value.bit_length() > MAX_INT_BITS:
             raise TemplateLimit(f"{what} makes an integer of more than {MAX_INT_BITS:,} bits")
-    elif _size(value) > MAX_VALUE:
-        raise TemplateLimit(f"{what} makes a value of more than {MAX_VALUE:,} characters or items")
+    elif _size(value) > limit:
+        raise TemplateLimit(f"{what} makes a value of more than {limit:,} characters or items")
     return value
 
 
-def _need(estimate: int, what: str) -> None:
-    if estimate > MAX_VALUE:
+def _need(estimate: int, what: str, limit: int = MAX_VALUE) -> None:
+    if estimate > limit:
         raise TemplateLimit(f"{what} would make a value of about {estimate:,} characters or items")
 
 
@@ -114,23 +118,34 @@ def _add(left: Any, right: Any) -> Any:
     return left + right
 
 
-def _join(pieces: Iterable[Any]) -> str:
-    """`~` and `{% set %}...{% endset %}`: the concatenation, bounded."""
+def _joined(pieces: Iterable[Any], limit: int, what: str) -> str:
     out: list[str] = []
     total = 0
     for piece in pieces:
         s = str(piece)
         total += len(s)
-        _need(total, "joining text")
+        _need(total, what, limit)
         out.append(s)
     return "".join(out)
 
 
+def _join(pieces: Iterable[Any]) -> str:
+    """`a ~ b`: a value built by an expression, bounded as values are."""
+    return _joined(pieces, MAX_VALUE, "joining text")
+
+
+def _join_block(pieces: Iterable[Any]) -> str:
+    """A block's text (`{% filter %}`, `{% set %}...{% endset %}`, a macro's output): page
+    text, bounded as the page is."""
+    return _joined(pieces, MAX_OUTPUT, "a block of the page")
+
+
 class _CodeGenerator(CodeGenerator):
-    """Compiles `a ~ b` through the environment's bounded concat instead of a plain join."""
+    """Compiles `a ~ b` through the bounded join of values; blocks keep Jinja's
+    `environment.concat`, which is the (page-bounded) join of blocks."""
 
     def visit_Concat(self, node: Concat, frame: Frame) -> None:
-        self.write("environment.concat((")
+        self.write("environment.join_values((")
         for arg in node.nodes:
             self.visit(arg, frame)
             self.write(", ")
@@ -191,10 +206,14 @@ def _guard_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
             _need(_str_estimate(text, "replace", (rest[0], rest[1])), "the replace filter")
         elif name == "center":
             _need(max(len(text), int(rest[0]) if rest else 80), "the center filter")
-        elif name == "indent":
+        elif name == "indent":  # indents a block of the page: bounded as the page is
             width = rest[0] if rest else kwargs.get("width", 4)
             step = width if isinstance(width, int) else len(str(width))
-            _need(len(text) + (text.count("\n") + 1) * step, "the indent filter")
+            if step > MAX_INDENT:
+                raise TemplateLimit(f"the indent filter indents by at most {MAX_INDENT:,}")
+            estimate = len(text) + (text.count("\n") + 1) * step
+            _need(estimate, "the indent filter", MAX_OUTPUT)
+            return _check(func(*args, **kwargs), "the indent filter", MAX_OUTPUT)
         elif name == "wordwrap":
             wrap = rest[2] if len(rest) > 2 else kwargs.get("wrapstring") or "\n"
             _need(len(text) * (1 + len(str(wrap))), "the wordwrap filter")
@@ -270,7 +289,8 @@ class Sandbox(ImmutableSandboxedEnvironment):
         super().__init__(finalize=budget.finalize, **options)
         self.budget = budget
         self.binop_table.update({"*": _mul, "**": _pow, "%": _mod, "+": _add})
-        self.concat = _join  # type: ignore[method-assign]
+        self.concat = _join_block  # type: ignore[method-assign]
+        self.join_values = _join
         self.globals.pop("lipsum", None)  # n paragraphs of filler: nothing a page needs
         self.globals["namespace"] = _Namespace
         self.globals["range"] = self.budget.range

@@ -50,8 +50,12 @@ def project_prefix(root: Path, cwd: Path | None = None) -> str:
     """The project's folder relative to the repository top; outside git, relative to `cwd`
     when the project is below it, else "" (paths stay relative to the project)."""
     root = root.resolve()
-    top = repository_top(root)
-    base = top if top is not None else (cwd or Path.cwd()).resolve()
+    base = repository_top(root)
+    if base is None:
+        try:
+            base = (cwd or Path.cwd()).resolve()
+        except OSError:  # the working folder was deleted: paths stay relative to the project
+            return ""
     rel = Path(os.path.relpath(root, base)).as_posix()
     if rel in {".", ".."} or rel.startswith("../"):
         return ""

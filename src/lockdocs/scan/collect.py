@@ -14,6 +14,7 @@ from pathlib import Path
 
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Location, Severity, sort_diagnostics
+from lockdocs.project.globs import walk
 from lockdocs.scan.cache import Cache, content_key
 from lockdocs.scan.files import MAX_BYTES as _MAX_BYTES
 from lockdocs.scan.files import read_file, unreadable
@@ -127,13 +128,18 @@ def glob_files(
     root: Path, globs: Iterable[m.CodeGlob]
 ) -> tuple[list[tuple[str, Path]], list[Diagnostic]]:
     """The files the globs match, sorted and once each; a glob that matches none is a
-    warning at the glob."""
+    warning at the glob, and so is each folder a glob needed that cannot be read."""
     found: dict[str, Path] = {}
     diags: list[Diagnostic] = []
+    unread: dict[str, str] = {}
     base = root.resolve()
     for g in globs:
         hits = 0
-        for p in sorted(base.glob(g.pattern)):
+        files, folders = walk(base, g.pattern)  # one walk, whatever the pattern (globs.py)
+        for folder, why in folders:
+            rel = folder.relative_to(base).as_posix() if folder != base else "."
+            unread.setdefault(rel, why)
+        for p in files:
             if not p.is_file():
                 continue
             try:
@@ -142,7 +148,7 @@ def glob_files(
                 continue  # a symlink out of the project
             hits += 1
             found.setdefault(rel, p)
-        if not hits:
+        if not hits and not folders:
             diags.append(
                 Diagnostic(
                     "LD711",
@@ -153,6 +159,16 @@ def glob_files(
                     "depth), or remove it",
                 )
             )
+    diags.extend(
+        Diagnostic(
+            "LD710",
+            Severity.WARNING,
+            f"cannot read the folder: {why}; the files code: names in it are not scanned",
+            Location(rel),
+            "make it readable, or leave it out of code:",
+        )
+        for rel, why in sorted(unread.items())
+    )
     return sorted(found.items()), diags
 
 

@@ -267,5 +267,28 @@ LIMITS = obj(
                 "200,000 by default."
             ),
         },
+        "analysis_work": {
+            "type": "integer",
+            "minimum": 1,
+            "description": (
+                "Work units the whole analysis of one run may take: flattening every path, "
+                "the lock-order graph (an edge each), the graph of waits (its hops and arcs) "
+                "and every cycle search (eight arcs followed each), each unit a few "
+                "microseconds; 2,000,000 by default, six times what the 3,600 paths of "
+                "bench/run.py's 100x synthetic project take, and a run of a few seconds to "
+                "half a minute on the worst declarations. The page's comparison of the two "
+                "ways of each pair of locks taken in both orders may make a tenth as many "
+                "comparisons in all (past them it says it did not work a pair out)."
+            ),
+        },
+        "analysis_seconds": {
+            "type": "integer",
+            "minimum": 0,
+            "description": (
+                "Seconds the whole analysis may run, a backstop to analysis_work (which stops "
+                "at the same place on every machine; this depends on the machine's speed); "
+                "120 by default, 0 for no bound on time."
+            ),
+        },
     },
 )

@@ -44,15 +44,58 @@ def mode_words(ctx: Context, lock: str, modes: set[str]) -> str:
     return " or ".join(sorted(mode_label(kind, x) for x in modes))
 
 
-def both_ways(ctx: Context, es: EdgeSet, pair: tuple[str, str]) -> BothWaysView:
-    """Why the two orders of `pair` (taken both ways) do or do not meet."""
-    a, b = pair
-    fwd = es.raw_of(a, b)
-    back = es.raw_of(b, a)
-    gates: dict[str, tuple[set[str], set[str]]] = {}
-    ungated: list[tuple[_Raw, _Raw]] = []
-    for x in fwd:
-        for y in back:
+def _behaviour(es: EdgeSet, r: _Raw) -> tuple[object, ...] | None:
+    """What the comparisons below read of an edge's witness (its backend, modes, whether it
+    waits, its parents and the singletons it holds, with their modes and certainty): edges
+    equal in it compare the same way with every other edge."""
+    w = r.witness
+    if w is None:
+        return None
+    locks = es.model.locks
+    held = tuple((g.lock, g.mode, g.maybe) for g in w.guards if locks[g.lock].singleton)
+    return (
+        w.backend,
+        w.held_mode,
+        w.wanted_mode,
+        w.never_waits,
+        w.upgrade_from,
+        w.wanted_parent,
+        w.held_parent,
+        held,
+    )
+
+
+def _kinds(es: EdgeSet, raws: list[_Raw]) -> list[_Raw]:
+    """One edge per behaviour, the first of each (so a page of many paths that take a pair
+    the same way compares them once)."""
+    seen: dict[tuple[object, ...] | None, _Raw] = {}
+    for r in raws:
+        seen.setdefault(_behaviour(es, r), r)
+    return list(seen.values())
+
+
+def _compare(
+    es: EdgeSet,
+    kinds_fwd: list[_Raw],
+    kinds_back: list[_Raw],
+    gates: dict[str, tuple[set[str], set[str]]],
+    ungated: list[tuple[_Raw, _Raw]],
+) -> bool:
+    """Compare each kind of one way with each of the other: the gate that keeps each pair
+    apart, or the pair in `ungated`. Whether some pair of transactions has nothing in common
+    is quadratic at heart, so the page's comparisons share one bound, counted and so the same
+    on every machine; False (and nothing found) when this pair would pass it. The comparing
+    stops at the first pair that can wait on each other both ways: that decides the pair."""
+    left = es.comparisons_left()
+    done = 0
+    for x in kinds_fwd:
+        for y in kinds_back:
+            done += 1
+            if done > left:
+                es.spend_comparisons(left)
+                gates.clear()
+                ungated.clear()
+                return False
             if (
                 x.witness is not None
                 and y.witness is not None
@@ -62,10 +105,31 @@ def both_ways(ctx: Context, es: EdgeSet, pair: tuple[str, str]) -> BothWaysView:
             g = es.gate(x, y)
             if g is None:
                 ungated.append((x, y))
+                if (
+                    x.witness is not None
+                    and y.witness is not None
+                    and waits(es.ctx, x.witness, y.witness)
+                    and waits(es.ctx, y.witness, x.witness)
+                ):
+                    es.spend_comparisons(done)
+                    return True
                 continue
             mf, mb = gates.setdefault(g[0], (set(), set()))
             mf.add(g[1])
             mb.add(g[2])
+    es.spend_comparisons(done)
+    return True
+
+
+def both_ways(ctx: Context, es: EdgeSet, pair: tuple[str, str]) -> BothWaysView:
+    """Why the two orders of `pair` (taken both ways) do or do not meet."""
+    a, b = pair
+    fwd = es.raw_of(a, b)
+    back = es.raw_of(b, a)
+    gates: dict[str, tuple[set[str], set[str]]] = {}
+    ungated: list[tuple[_Raw, _Raw]] = []
+    kinds_fwd, kinds_back = _kinds(es, fwd), _kinds(es, back)
+    compared = _compare(es, kinds_fwd, kinds_back, gates, ungated)
     gate = next(iter(sorted(gates))) if len(gates) == 1 and not ungated else None
     live, waived = cycle_pairs(ctx.diags)
     cycle = (
@@ -123,6 +187,13 @@ def both_ways(ctx: Context, es: EdgeSet, pair: tuple[str, str]) -> BothWaysView:
         why = "Two such transactions can deadlock, and no exception covers it."
     elif cycle == "waived":
         why = "Two such transactions can deadlock; an exception below accepts it."
+    elif not compared:
+        why = (
+            f"lockdocs did not work out what keeps them apart: {len(kinds_fwd):,} kinds of "
+            f"transaction take them one way and {len(kinds_back):,} the other, more pairs than "
+            "the page may compare (limits.analysis_work); the check's own search of them is "
+            "not affected."
+        )
     elif gate:
         gl = ctx.model.locks[gate]
         back_paths = list(dict.fromkeys(r.path for r in back))
