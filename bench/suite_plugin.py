@@ -93,7 +93,7 @@ class Recorder:
             return
         try:
             argv = [os.fsdecode(a) for a in (args[1] or [])]
-        except Exception:
+        except (TypeError, ValueError):
             argv = [repr(args[1])]
         with self.spawns.open("a", encoding="utf-8") as fh:
             fh.write(repr((os.environ.get("SUITE_PROFILE_TEST", ""), argv)) + "\n")
