@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-_SITE = '''
+_SITE = """
 import os, sys
 def _suite_profile_hook(event, args):
     if event not in ("subprocess.Popen", "os.posix_spawn", "os.exec"):
@@ -41,7 +41,7 @@ def _suite_profile_hook(event, args):
     with open(log, "a", encoding="utf-8") as fh:
         fh.write(repr((os.environ.get("SUITE_PROFILE_TEST", ""), argv)) + "\\n")
 sys.addaudithook(_suite_profile_hook)
-'''
+"""
 
 
 def kind(argv: list[str]) -> str:
