@@ -1,6 +1,7 @@
 """A pytest plugin that records what each test costs: CPU seconds of the test process and of
 the child processes it waited for, wall seconds, and how many processes of each kind it started
-(lockdocs CLI runs, other Python processes, mkdocs builds, dot, Chromium, Postgres clusters),
+(lockdocs CLI runs, other Python processes, mkdocs builds, dot, Chromium, Postgres clusters;
+and CLI runs made in the test process, which conftest.py announces with an audit event),
 plus the CPU of each fixture's setup. bench/suite_profile.py loads it (`-p suite_plugin`) and
 summarises the records; it is not part of the default suite.
 
@@ -83,18 +84,24 @@ class Recorder:
         self.records = (out / f"tests-{worker}.jsonl").open("a", encoding="utf-8")
         site = Path(tempfile.mkdtemp(prefix="suite-profile-site-"))
         (site / "sitecustomize.py").write_text(_SITE, encoding="utf-8")
-        old = os.environ.get("PYTHONPATH")
-        os.environ["PYTHONPATH"] = str(site) + (os.pathsep + old if old else "")
+        # bench/ was on PYTHONPATH only for pytest to import this plugin: a child must not see
+        # it (bench/build.py would shadow `python -m build`).
+        here = str(Path(__file__).resolve().parent)
+        old = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != here]
+        os.environ["PYTHONPATH"] = os.pathsep.join([str(site), *old])
         os.environ["SUITE_PROFILE_SPAWNS"] = str(self.spawns)
         sys.addaudithook(self._hook)
 
     def _hook(self, event: str, args: tuple[Any, ...]) -> None:
-        if event not in ("subprocess.Popen", "os.posix_spawn", "os.exec"):
+        if event == "lockdocs.tests.in_process":  # a CLI run in the test process (conftest.py)
+            argv = ["<inprocess>"]
+        elif event not in ("subprocess.Popen", "os.posix_spawn", "os.exec"):
             return
-        try:
-            argv = [os.fsdecode(a) for a in (args[1] or [])]
-        except (TypeError, ValueError):
-            argv = [repr(args[1])]
+        else:
+            try:
+                argv = [os.fsdecode(a) for a in (args[1] or [])]
+            except (TypeError, ValueError):
+                argv = [repr(args[1])]
         with self.spawns.open("a", encoding="utf-8") as fh:
             fh.write(repr((os.environ.get("SUITE_PROFILE_TEST", ""), argv)) + "\n")
 

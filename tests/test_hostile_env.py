@@ -1,6 +1,7 @@
 """The user's environment: a non-ASCII project path under LC_ALL=C with UTF-8 mode off, and a
 git revision holding a blob far larger than any declaration. Located exit-2 errors or plain
-success; never exit 3. Real CLI, real git."""
+success; never exit 3. Real CLI (a process of its own where the locale is what is tested),
+real git."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from conftest import run_cli
 
 FIXTURE = Path(__file__).parent / "fixtures" / "render_project"
 
@@ -80,14 +83,14 @@ def test_a_huge_blob_in_a_diff_revision_is_refused_unread(tmp_path: Path) -> Non
     _git("add", "-A", cwd=root)
     _git("commit", "-qm", "big", cwd=root)
     (root / "paths" / "big.yaml").unlink()
-    proc = _cli("diff", "HEAD", cwd=root)
-    err = proc.stderr.decode()
-    assert proc.returncode == 2, err
+    proc = run_cli("diff", "HEAD", cwd=root)
+    err = proc.err
+    assert proc.code == 2, err
     # The blob is written sparse, never read: the loader refuses the revision's declarations
     # by their size, as `check` refuses them at that commit.
     refusal = "paths: LD009 error: the declarations are 67,118,"
     assert refusal in err and "the limit is 33,554,432" in err
     assert err.endswith("lockdocs: the declarations at revision HEAD are not valid\n")
     _git("checkout", "-q", "HEAD", "--", "paths/big.yaml", cwd=root)
-    at_commit = _cli("check", cwd=root)
-    assert refusal in at_commit.stdout.decode() + at_commit.stderr.decode()
+    at_commit = run_cli("check", cwd=root)
+    assert refusal in at_commit.out + at_commit.err
