@@ -403,27 +403,57 @@ def pg_database(pg_server: Server) -> Iterator[str]:
         yield dsn
 
 
-# --- the repository's site, built once per session ------------------------------------------
+# --- made once per run, shared by pytest-xdist's workers ----------------------------------
+
+
+def shared_folder(
+    tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]
+) -> Path:
+    """The folder `name`, made once by `make` for every worker of this run: the workers share
+    the folder above their own temporary folders (without xdist, the run's own), and the first
+    to take the lock makes it while the others wait. A `make` that fails leaves no mark of
+    success, so the next worker to ask makes it again (and fails the same way)."""
+    import fcntl
+    import shutil
+
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
+    folder = base / name
+    done = base / f"{name}.done"
+    with (base / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            make(folder)
+            done.touch()
+    return folder
+
+
+# --- the repository's site, built once per run ----------------------------------------------
 #
-# Several browser tests read the built site; each generator builds it once (MkDocs about 10 s,
+# Several tests read the built site; each generator builds it once (MkDocs about 10 s,
 # ProperDocs as long, Zensical 5 s on this machine), in a copy of the files the site reads, so
-# nothing is written into the repository.
+# nothing is written into the repository. The copy and MkDocs' build are shared by the workers.
 
 SITE_INPUTS = ("mkdocs.yml", "docs", "examples", "locks.yaml", "paths", "code", "pyproject.toml")
 
 
-@pytest.fixture(scope="session")
-def site_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def _copy_site_inputs(root: Path) -> None:
     import shutil
 
-    root = tmp_path_factory.mktemp("site-source")
     for name in SITE_INPUTS:
         src = REPO / name
         if src.is_dir():
             shutil.copytree(src, root / name, ignore=shutil.ignore_patterns("__pycache__"))
         elif src.is_file():
             shutil.copy2(src, root / name)
-    return root
+
+
+@pytest.fixture(scope="session")
+def site_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return shared_folder(tmp_path_factory, "site-source", _copy_site_inputs)
 
 
 def build_site(generator: str, source: Path, site: Path) -> str:
@@ -446,7 +476,8 @@ def build_site(generator: str, source: Path, site: Path) -> str:
 
 @pytest.fixture(scope="session")
 def repo_site(site_source: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The repository's site built by MkDocs (with the lockdocs plugin)."""
-    site = tmp_path_factory.mktemp("site-mkdocs") / "site"
-    build_site("mkdocs", site_source, site)
-    return site
+    """The repository's site built by MkDocs (with the lockdocs plugin), strict."""
+    built = shared_folder(
+        tmp_path_factory, "site-mkdocs", lambda out: build_site("mkdocs", site_source, out / "site")
+    )
+    return built / "site"

@@ -36,15 +36,10 @@ def _mkdocs_build(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("site")
-    started = time.monotonic()
-    proc = _mkdocs_build(REPO / "mkdocs.yml", out)
-    elapsed = time.monotonic() - started
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "Aborted" not in proc.stderr
-    print(f"mkdocs build --strict of the repository site: {elapsed:.2f}s")
-    return out
+def site(repo_site: Path) -> Path:
+    """The repository's site: `mkdocs build --strict` of its mkdocs.yml, built once per run
+    (tests/conftest.py's repo_site, which the browser tests read too)."""
+    return repo_site
 
 
 def _lock_page_checks(page: Path) -> str:
