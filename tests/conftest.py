@@ -125,6 +125,29 @@ def _writer(fd: int, unbuffered: bool) -> io.RawIOBase | io.BufferedWriter:
     return raw if unbuffered else io.BufferedWriter(raw)
 
 
+def typer_command_once() -> None:
+    """typer builds the click command from the app's signatures on every call of `app()` and of
+    its CliRunner's invoke: 20 ms of get_type_hints and inspect, as long as a small check takes.
+    A process builds it once; the runs made in this process share one build per app too."""
+    import typer.main
+    import typer.testing
+
+    if getattr(typer.main.get_command, "lockdocs_once", False):
+        return
+    build = typer.main.get_command
+    built: dict[int, tuple[Any, Any]] = {}
+
+    def get_command(typer_instance: Any) -> Any:
+        hit = built.get(id(typer_instance))
+        if hit is None or hit[0] is not typer_instance:
+            hit = built[id(typer_instance)] = (typer_instance, build(typer_instance))
+        return hit[1]
+
+    get_command.lockdocs_once = True  # type: ignore[attr-defined]
+    typer.main.get_command = get_command
+    typer.testing._get_command = get_command  # type: ignore[attr-defined]
+
+
 def cli_in_process(
     args: Sequence[str], cwd: Path, env: dict[str, str], stdin: bytes = b""
 ) -> tuple[int, bytes, bytes]:
@@ -133,6 +156,7 @@ def cli_in_process(
     from lockdocs import entry
 
     sys.audit("lockdocs.tests.in_process", list(args))
+    typer_command_once()
     encoding = _stdio_encoding()
     main_spec = importlib.util.find_spec("lockdocs.__main__")
     assert main_spec is not None and main_spec.origin is not None
