@@ -499,6 +499,19 @@ def build_site(generator: str, source: Path, site: Path) -> str:
 
 
 @pytest.fixture(scope="session")
+def scaffold_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """What `lockdocs init shop` writes, and its site built by MkDocs, strict: the folder
+    holding shop/ and site/ (built once per run; the page and browser tests read it)."""
+
+    def make(folder: Path) -> None:
+        init = run_cli("init", str(folder / "shop"))
+        assert init.code == 0, init.err
+        build_site("mkdocs", folder / "shop", folder / "site")
+
+    return shared_folder(tmp_path_factory, "scaffold-site", make)
+
+
+@pytest.fixture(scope="session")
 def repo_site(site_source: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The repository's site built by MkDocs (with the lockdocs plugin), strict."""
     built = shared_folder(
