@@ -11,14 +11,23 @@ that is a failure instead, so CI can never pass them silently.
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import importlib.util
+import io
 import json
+import locale
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+import tempfile
+import threading
+import types
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 import pytest
 
@@ -38,26 +47,260 @@ class Run:
         return json.loads(self.out)
 
 
-def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str | None] | None = None) -> Run:
-    """The real command line, as a user runs it (python -m lockdocs); an `env` value of None
-    removes that variable."""
-    full_env = {**os.environ, "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED", "0")}
+# --- the CLI, in this process or in a new one -----------------------------------------------
+#
+# Most tests run the CLI only to read what it prints and the files it writes. Starting a Python
+# process for each run cost about 0.3 s of CPU (the interpreter, then typer, jinja2, jsonschema);
+# with ~1,500 runs that was a third of the suite. `run_cli` therefore calls the console entry
+# (lockdocs.entry.main) in this process, exactly as `python -m lockdocs` does: the same argv and
+# sys.argv[0], the working folder, the environment (os.environ swapped, so children such as dot
+# see it too), file descriptors 0, 1 and 2 redirected to files (so output written by a child
+# process is captured as a pipe would), the exit code from SystemExit, Python's default warning
+# filters, and the output decoded as subprocess.run(text=True) decodes it.
+# tests/test_cli_inprocess.py runs a sample of commands both ways and compares the bytes.
+#
+# A run starts a process instead when the process itself is under test:
+# - the test is marked `cli_process` (signals, determinism across processes, the fast route of
+#   lockdocs.entry against typer's, import-time behaviour);
+# - `env` sets a variable read when Python or lockdocs starts (PYTHON*, LC_*, LANG, the shell
+#   completion variable) or one that ends the process (LOCKDOCS_CRASH_AFTER kills it);
+# - it is called from another thread than the main one, or while another in-process run is on;
+# - LOCKDOCS_TEST_SUBPROCESS=1 is set (every run in a process, as before: for comparison).
+
+_PROCESS_ENV_PREFIXES = ("PYTHON", "LC_", "LANG")
+_PROCESS_ENV = {"_LOCKDOCS_COMPLETE", "LOCKDOCS_CRASH_AFTER", "LOCKDOCS_NO_FAST"}
+_FORCE_PROCESS = os.environ.get("LOCKDOCS_TEST_SUBPROCESS") == "1"
+_in_process_busy = threading.Lock()
+_marked_process = False  # set by pytest_runtest_setup for tests marked cli_process
+
+
+def _cli_env(env: dict[str, str | None] | None, hash_seed: bool = True) -> dict[str, str]:
+    full_env = dict(os.environ)
+    if hash_seed:
+        full_env["PYTHONHASHSEED"] = os.environ.get("PYTHONHASHSEED", "0")
     full_env.pop("LOCKDOCS_DEBUG", None)
     for k, v in (env or {}).items():
         if v is None:
             full_env.pop(k, None)
         else:
             full_env[k] = v
-    proc = subprocess.run(
-        [sys.executable, "-m", "lockdocs", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd or REPO,
-        env=full_env,
-        timeout=300,
-        check=False,
+    return full_env
+
+
+def needs_process(env: dict[str, str | None] | None = None) -> bool:
+    """Whether a run with `env` (the variables a test sets) must start its own process."""
+    if _FORCE_PROCESS or _marked_process:
+        return True
+    if threading.current_thread() is not threading.main_thread():
+        return True
+    return any(k.startswith(_PROCESS_ENV_PREFIXES) or k in _PROCESS_ENV for k in env or {})
+
+
+def _stdio_encoding() -> str:
+    """The encoding a child's standard streams get (what subprocess.run(text=True) decodes
+    with, too, in an environment whose locale the test did not change)."""
+    if os.environ.get("PYTHONIOENCODING"):
+        return os.environ["PYTHONIOENCODING"].partition(":")[0] or locale.getpreferredencoding()
+    return "utf-8" if sys.flags.utf8_mode else locale.getpreferredencoding(False)
+
+
+def _decode(data: bytes, encoding: str) -> str:
+    """As subprocess.run(text=True) reads a pipe: strict decoding, universal newlines."""
+    return data.decode(encoding).replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _exit_status(exc: SystemExit, stderr: TextIO) -> int:
+    """The status Python exits with for this SystemExit (as Py_Exit and handle_system_exit)."""
+    code = exc.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    stderr.write(f"{code}\n")
+    return 1
+
+
+def _writer(fd: int, unbuffered: bool) -> io.RawIOBase | io.BufferedWriter:
+    raw = io.FileIO(fd, "w", closefd=False)
+    return raw if unbuffered else io.BufferedWriter(raw)
+
+
+def typer_command_once() -> None:
+    """typer builds the click command from the app's signatures on every call of `app()` and of
+    its CliRunner's invoke: 20 ms of get_type_hints and inspect, as long as a small check takes.
+    A process builds it once; the runs made in this process share one build per app too."""
+    import typer.main
+    import typer.testing
+
+    if getattr(typer.main.get_command, "lockdocs_once", False):
+        return
+    build = typer.main.get_command
+    built: dict[int, tuple[Any, Any]] = {}
+
+    def get_command(typer_instance: Any) -> Any:
+        hit = built.get(id(typer_instance))
+        if hit is None or hit[0] is not typer_instance:
+            hit = built[id(typer_instance)] = (typer_instance, build(typer_instance))
+        return hit[1]
+
+    get_command.lockdocs_once = True  # type: ignore[attr-defined]
+    typer.main.get_command = get_command
+    typer.testing._get_command = get_command  # type: ignore[attr-defined]
+
+
+def cli_in_process(
+    args: Sequence[str], cwd: Path, env: dict[str, str], stdin: bytes = b""
+) -> tuple[int, bytes, bytes]:
+    """lockdocs's console entry run in this process as `python -m lockdocs *args` would run:
+    (exit status, stdout bytes, stderr bytes). The caller checks `needs_process` first."""
+    from lockdocs import entry
+
+    sys.audit("lockdocs.tests.in_process", list(args))
+    typer_command_once()
+    encoding = _stdio_encoding()
+    main_spec = importlib.util.find_spec("lockdocs.__main__")
+    assert main_spec is not None and main_spec.origin is not None
+    main_module = types.ModuleType("__main__")
+    main_module.__package__ = "lockdocs"
+    main_module.__spec__ = main_spec
+    main_module.__file__ = main_spec.origin
+
+    saved_fds = [os.dup(fd) for fd in (0, 1, 2)]
+    saved_streams = (
+        sys.stdin,
+        sys.stdout,
+        sys.stderr,
+        sys.__stdin__,
+        sys.__stdout__,
+        sys.__stderr__,
     )
-    return Run(proc.returncode, proc.stdout, proc.stderr)
+    saved_env = dict(os.environ)
+    saved_cwd = Path.cwd()
+    saved_argv = sys.argv
+    saved_main = sys.modules["__main__"]
+    saved_gc = gc.get_threshold()
+    saved_recursion = sys.getrecursionlimit()
+    for stream in saved_streams[1:3]:
+        with contextlib.suppress(Exception):
+            stream.flush()
+    with (
+        tempfile.TemporaryFile() as inp,
+        tempfile.TemporaryFile() as out,
+        tempfile.TemporaryFile() as err,
+        warnings.catch_warnings(),
+    ):
+        inp.write(stdin)
+        inp.seek(0)
+        status = 0
+        try:
+            for f, fd in ((inp, 0), (out, 1), (err, 2)):
+                os.dup2(f.fileno(), fd)
+            # The streams Python makes for a pipe or file (pylifecycle.c: create_stdio).
+            unbuffered = bool(os.environ.get("PYTHONUNBUFFERED"))
+            errors = (
+                "surrogateescape" if encoding.lower() in ("ascii", "ansi_x3.4-1968") else "strict"
+            )
+            sys.stdin = io.TextIOWrapper(
+                io.BufferedReader(io.FileIO(0, "r", closefd=False)),
+                encoding=encoding,
+                errors=errors,
+            )
+            sys.stdout = io.TextIOWrapper(
+                _writer(1, unbuffered),
+                encoding=encoding,
+                errors=errors,
+                newline="\n",
+                write_through=unbuffered,
+            )
+            sys.stderr = io.TextIOWrapper(
+                _writer(2, unbuffered),
+                encoding=encoding,
+                errors="backslashreplace",
+                newline="\n",
+                line_buffering=True,
+                write_through=unbuffered,
+            )
+            sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
+            os.environ.clear()
+            os.environ.update(env)
+            os.chdir(cwd)
+            sys.argv = [main_spec.origin, *args]
+            sys.modules["__main__"] = main_module
+            _default_warnings()
+            try:
+                entry.main()
+            except SystemExit as exc:
+                status = _exit_status(exc, sys.stderr)
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(Exception):
+                    stream.flush()
+        finally:
+            for fd, saved in zip((0, 1, 2), saved_fds, strict=True):
+                os.dup2(saved, fd)
+                os.close(saved)
+            (sys.stdin, sys.stdout, sys.stderr, sys.__stdin__, sys.__stdout__, sys.__stderr__) = (
+                saved_streams
+            )
+            os.chdir(saved_cwd)
+            os.environ.clear()
+            os.environ.update(saved_env)
+            sys.argv = saved_argv
+            sys.modules["__main__"] = saved_main
+            gc.set_threshold(*saved_gc)
+            sys.setrecursionlimit(saved_recursion)
+        out.seek(0)
+        err.seek(0)
+        return status, out.read(), err.read()
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """Python's own way of showing a warning (pytest records them instead while a test runs)."""
+    msg = warnings.WarningMessage(message, category, filename, lineno, file, line)
+    with contextlib.suppress(OSError):
+        (file or sys.stderr).write(warnings._formatwarnmsg(msg))  # type: ignore[attr-defined]
+
+
+def _default_warnings() -> None:
+    """The warning filters and display of a Python started without -W or PYTHONWARNINGS."""
+    warnings.resetwarnings()
+    for category in (ResourceWarning, ImportWarning, PendingDeprecationWarning, DeprecationWarning):
+        warnings.simplefilter("ignore", category)  # each goes first: the last one is tried first
+    warnings.filterwarnings("default", category=DeprecationWarning, module="__main__")
+    warnings.showwarning = _show_warning
+
+
+def run_cli(
+    *args: str,
+    cwd: Path | None = None,
+    env: dict[str, str | None] | None = None,
+    input: str | None = None,
+) -> Run:
+    """The real command line, as a user runs it (python -m lockdocs); an `env` value of None
+    removes that variable; `input` is its standard input (default: empty)."""
+    full_env = _cli_env(env)
+    if needs_process(env):
+        proc = subprocess.run(
+            [sys.executable, "-m", "lockdocs", *args],
+            capture_output=True,
+            text=True,
+            cwd=cwd or REPO,
+            env=full_env,
+            input=input or "",
+            timeout=300,
+            check=False,
+        )
+        return Run(proc.returncode, proc.stdout, proc.stderr)
+    with _in_process_busy:
+        encoding = _stdio_encoding()
+        code, out, err = cli_in_process(args, cwd or REPO, full_env, (input or "").encode(encoding))
+    return Run(code, _decode(out, encoding), _decode(err, encoding))
 
 
 def invoke(*args: str, cwd: Path | None = None) -> Run:
@@ -138,17 +381,36 @@ def update_golden(request: pytest.FixtureRequest) -> bool:
 
 
 def lockdocs_process(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """The real CLI in `cwd`, as a CompletedProcess (for tests that read returncode/stdout)."""
-    env = {k: v for k, v in os.environ.items() if k != "LOCKDOCS_DEBUG"}
-    return subprocess.run(
-        [sys.executable, "-m", "lockdocs", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
+    """The real CLI in `cwd`, as a CompletedProcess (for tests that read returncode/stdout);
+    in this process unless the run needs its own (see run_cli)."""
+    env = _cli_env(None, hash_seed=False)
+    argv = [sys.executable, "-m", "lockdocs", *args]
+    if needs_process():
+        return subprocess.run(
+            argv,
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            timeout=120,
+            check=False,
+        )
+    with _in_process_busy:
+        encoding = _stdio_encoding()
+        code, out, err = cli_in_process(args, cwd, env)
+    return subprocess.CompletedProcess(argv, code, _decode(out, encoding), _decode(err, encoding))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    global _marked_process  # noqa: PLW0603 (read by run_cli, which tests import directly)
+    _marked_process = item.get_closest_marker("cli_process") is not None
+
+
+def pytest_runtest_logfinish() -> None:
+    global _marked_process  # noqa: PLW0603
+    _marked_process = False
 
 
 def _no_postgres(reason: str) -> None:
@@ -183,27 +445,57 @@ def pg_database(pg_server: Server) -> Iterator[str]:
         yield dsn
 
 
-# --- the repository's site, built once per session ------------------------------------------
+# --- made once per run, shared by pytest-xdist's workers ----------------------------------
+
+
+def shared_folder(
+    tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]
+) -> Path:
+    """The folder `name`, made once by `make` for every worker of this run: the workers share
+    the folder above their own temporary folders (without xdist, the run's own), and the first
+    to take the lock makes it while the others wait. A `make` that fails leaves no mark of
+    success, so the next worker to ask makes it again (and fails the same way)."""
+    import fcntl
+    import shutil
+
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
+    folder = base / name
+    done = base / f"{name}.done"
+    with (base / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            make(folder)
+            done.touch()
+    return folder
+
+
+# --- the repository's site, built once per run ----------------------------------------------
 #
-# Several browser tests read the built site; each generator builds it once (MkDocs about 10 s,
+# Several tests read the built site; each generator builds it once (MkDocs about 10 s,
 # ProperDocs as long, Zensical 5 s on this machine), in a copy of the files the site reads, so
-# nothing is written into the repository.
+# nothing is written into the repository. The copy and MkDocs' build are shared by the workers.
 
 SITE_INPUTS = ("mkdocs.yml", "docs", "examples", "locks.yaml", "paths", "code", "pyproject.toml")
 
 
-@pytest.fixture(scope="session")
-def site_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def _copy_site_inputs(root: Path) -> None:
     import shutil
 
-    root = tmp_path_factory.mktemp("site-source")
     for name in SITE_INPUTS:
         src = REPO / name
         if src.is_dir():
             shutil.copytree(src, root / name, ignore=shutil.ignore_patterns("__pycache__"))
         elif src.is_file():
             shutil.copy2(src, root / name)
-    return root
+
+
+@pytest.fixture(scope="session")
+def site_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return shared_folder(tmp_path_factory, "site-source", _copy_site_inputs)
 
 
 def build_site(generator: str, source: Path, site: Path) -> str:
@@ -225,8 +517,22 @@ def build_site(generator: str, source: Path, site: Path) -> str:
 
 
 @pytest.fixture(scope="session")
+def scaffold_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """What `lockdocs init shop` writes, and its site built by MkDocs, strict: the folder
+    holding shop/ and site/ (built once per run; the page and browser tests read it)."""
+
+    def make(folder: Path) -> None:
+        init = run_cli("init", str(folder / "shop"))
+        assert init.code == 0, init.err
+        build_site("mkdocs", folder / "shop", folder / "site")
+
+    return shared_folder(tmp_path_factory, "scaffold-site", make)
+
+
+@pytest.fixture(scope="session")
 def repo_site(site_source: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The repository's site built by MkDocs (with the lockdocs plugin)."""
-    site = tmp_path_factory.mktemp("site-mkdocs") / "site"
-    build_site("mkdocs", site_source, site)
-    return site
+    """The repository's site built by MkDocs (with the lockdocs plugin), strict."""
+    built = shared_folder(
+        tmp_path_factory, "site-mkdocs", lambda out: build_site("mkdocs", site_source, out / "site")
+    )
+    return built / "site"

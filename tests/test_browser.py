@@ -10,6 +10,7 @@ failure (install it with `apt-get install -y chromium`).
 
 from __future__ import annotations
 
+import atexit
 import base64
 import contextlib
 import functools
@@ -33,6 +34,8 @@ from urllib.parse import urlsplit
 
 import pytest
 import yaml
+
+from conftest import shared_folder
 
 REPO = Path(__file__).resolve().parents[1]
 # Beside the clone in CI (a worktree sits one folder deeper), never copied in.
@@ -233,60 +236,101 @@ def _serve(folder: Path) -> Iterator[str]:
         server.server_close()
 
 
+class _Browser:
+    """One headless Chromium for the whole test process, started at its first use and stopped
+    when the process ends (a start costs about a second of CPU, and three on a loaded machine).
+    Each `_chromium()` gets a page of its own in a browser context of its own (its own cookies,
+    storage and cache, as a fresh profile has) and closes both after."""
+
+    def __init__(self) -> None:
+        self.profile = Path(tempfile.mkdtemp(prefix="lockdocs-chromium-"))
+        self.proc = subprocess.Popen(
+            [
+                str(CHROMIUM),
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--disable-default-apps",
+                "--disable-extensions",
+                "--hide-scrollbars",
+                "--remote-debugging-port=0",
+                f"--user-data-dir={self.profile}",
+                "about:blank",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        self.ws: _WebSocket | None = None
+        try:
+            port_file = self.profile / "DevToolsActivePort"
+            deadline = time.monotonic() + 30
+            while not (port_file.is_file() and port_file.read_text().count("\n") >= 1):
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"chromium exited with {self.proc.returncode}")
+                if time.monotonic() > deadline:
+                    raise TimeoutError("chromium did not open its DevTools port")
+                time.sleep(0.05)
+            self.port = int(port_file.read_text().splitlines()[0])
+            url = f"http://127.0.0.1:{self.port}/json/version"
+            with urllib.request.urlopen(url, timeout=10) as resp:
+                self.ws = _WebSocket(json.load(resp)["webSocketDebuggerUrl"])
+            self.cdp = _Cdp(self.ws)  # the browser's own endpoint: contexts and targets
+        except BaseException:
+            self.stop()
+            raise
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self) -> None:
+        if self.ws is not None:
+            self.ws.close()
+            self.ws = None
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+    @contextlib.contextmanager
+    def page(self) -> Iterator[_Cdp]:
+        context = self.cdp.call("Target.createBrowserContext")["browserContextId"]
+        ws: _WebSocket | None = None
+        try:
+            target = self.cdp.call(
+                "Target.createTarget", url="about:blank", browserContextId=context
+            )["targetId"]
+            ws = _WebSocket(f"ws://127.0.0.1:{self.port}/devtools/page/{target}")
+            cdp = _Cdp(ws)
+            cdp.call("Page.enable")
+            cdp.call("Runtime.enable")
+            cdp.call("Network.enable")
+            yield cdp
+        finally:
+            if ws is not None:
+                ws.close()
+            self.cdp.call("Target.disposeBrowserContext", browserContextId=context)
+            self.cdp.events.clear()
+
+
+_BROWSER: list[_Browser] = []  # this process's Chromium, once started
+
+
 @contextlib.contextmanager
 def _chromium() -> Iterator[_Cdp]:
-    profile = Path(tempfile.mkdtemp(prefix="lockdocs-chromium-"))
-    proc = subprocess.Popen(
-        [
-            str(CHROMIUM),
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--disable-default-apps",
-            "--disable-extensions",
-            "--hide-scrollbars",
-            "--remote-debugging-port=0",
-            f"--user-data-dir={profile}",
-            "about:blank",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    ws: _WebSocket | None = None
-    try:
-        port_file = profile / "DevToolsActivePort"
-        deadline = time.monotonic() + 30
-        while not (port_file.is_file() and port_file.read_text().count("\n") >= 1):
-            if proc.poll() is not None:
-                raise RuntimeError(f"chromium exited with {proc.returncode}")
-            if time.monotonic() > deadline:
-                raise TimeoutError("chromium did not open its DevTools port")
-            time.sleep(0.05)
-        port = int(port_file.read_text().splitlines()[0])
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as resp:
-            targets = json.load(resp)
-        page = next(t for t in targets if t.get("type") == "page")
-        ws = _WebSocket(page["webSocketDebuggerUrl"])
-        cdp = _Cdp(ws)
-        cdp.call("Page.enable")
-        cdp.call("Runtime.enable")
-        cdp.call("Network.enable")
+    """A fresh page in this process's headless Chromium (started at the first call)."""
+    if not (_BROWSER and _BROWSER[0].alive()):
+        _BROWSER[:] = [_Browser()]
+        atexit.register(_BROWSER[0].stop)
+    with _BROWSER[0].page() as cdp:
         yield cdp
-    finally:
-        if ws is not None:
-            ws.close()
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 # --- what the page must show ---------------------------------------------------------------------
@@ -536,31 +580,33 @@ def _reference_identifiers() -> list[str]:
     return sorted({m.group(0).strip(".") for m in pattern.finditer(body)})
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def reference_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The hand-written page, rendered in this site's theme (the same Material settings and
-    stylesheet) for the comparison; built in a temporary folder."""
+    stylesheet) for the comparison; built once per run in a temporary folder (this module and
+    test_reader_tasks.py read it)."""
     _need_chromium()
     page = REFERENCE / "member-console-page-site" / "docs" / "index.md"
     if not page.is_file():
         if os.environ.get("CI"):
             pytest.fail(f"{page} is missing under CI (../shared beside the clone)")
         pytest.skip(f"{page} is not here")
-    project = tmp_path_factory.mktemp("reference")
-    (project / "docs" / "stylesheets").mkdir(parents=True)
-    shutil.copyfile(page, project / "docs" / "index.md")
-    shutil.copyfile(
-        REPO / "docs" / "stylesheets" / "lockdocs.css",
-        project / "docs" / "stylesheets" / "lockdocs.css",
-    )
-    config = yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))
-    for key in ("nav", "validation"):
-        config.pop(key, None)
-    config.update(site_name="reference", plugins=["search"])
-    (project / "mkdocs.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
-    site = project / "site"
-    _mkdocs_build(project / "mkdocs.yml", site)
-    return site
+
+    def build(project: Path) -> None:
+        (project / "docs" / "stylesheets").mkdir(parents=True)
+        shutil.copyfile(page, project / "docs" / "index.md")
+        shutil.copyfile(
+            REPO / "docs" / "stylesheets" / "lockdocs.css",
+            project / "docs" / "stylesheets" / "lockdocs.css",
+        )
+        config = yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))
+        for key in ("nav", "validation"):
+            config.pop(key, None)
+        config.update(site_name="reference", plugins=["search"])
+        (project / "mkdocs.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
+        _mkdocs_build(project / "mkdocs.yml", project / "site")
+
+    return shared_folder(tmp_path_factory, "reference-site", build) / "site"
 
 
 def test_the_lock_page_is_as_short_as_the_hand_written_one_and_keeps_every_fact(

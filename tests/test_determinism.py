@@ -10,6 +10,10 @@ import pytest
 
 from conftest import REPO, run_cli
 
+# Determinism across processes: each run starts its own (hash seed, locale).
+pytestmark = pytest.mark.cli_process
+
+
 PROJECT_FILES = ["locks.yaml", "paths", "templates", "code"]
 
 

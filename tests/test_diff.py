@@ -12,14 +12,13 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import lockdocs_process
+from conftest import lockdocs_process, run_cli
 
 FIXTURES = Path(__file__).parent / "fixtures" / "diff"
 CASES = sorted(p.name for p in FIXTURES.iterdir() if (p / "base").is_dir())
@@ -466,27 +465,19 @@ def test_markdown_links_findings_and_paths_to_the_head_revision(repo: Path) -> N
     assert f"- ➕ **close-budget** (Close a budget), [`paths/postings.yaml:22`]({base}#L22)" in md
     # from GitHub's environment, as in the workflow
     env = {"GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "acme/ledger"}
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "lockdocs",
-            "diff",
-            "HEAD~1",
-            "-f",
-            "markdown",
-            "--root",
-            "services/ledger",
-            "--revision",
-            "0123abc",
-        ],
+    proc = run_cli(
+        "diff",
+        "HEAD~1",
+        "-f",
+        "markdown",
+        "--root",
+        "services/ledger",
+        "--revision",
+        "0123abc",
         cwd=top,
-        capture_output=True,
-        text=True,
-        env={**os.environ, **env},
-        check=False,
+        env=env,
     )
-    assert f"({base}#L13)" in proc.stdout, proc.stderr
+    assert f"({base}#L13)" in proc.out, proc.err
     # without a repository URL there are no links
     plain = lockdocs("diff", "HEAD~1", "-f", "markdown", cwd=repo).stdout
     assert "](" not in plain.replace("](#", "")

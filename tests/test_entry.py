@@ -9,6 +9,10 @@ import pytest
 from conftest import REPO, run_cli, write_project
 from lockdocs.entry import _fast
 
+# The fast route is about the process (what it imports before it runs): each run is its own.
+pytestmark = pytest.mark.cli_process
+
+
 BROKEN = {"locks.yaml": "lockdocs: 1\npage: {title: X}\nlocks:\n  a: {title: A, kind: rows}\n"}
 
 

@@ -32,13 +32,9 @@ ANCHORS = """
 """
 
 
-def test_the_scaffold_site_has_working_anchors(tmp_path: Path) -> None:
+def test_the_scaffold_site_has_working_anchors(scaffold_site: Path) -> None:
     _need_chromium()
-    root = tmp_path / "shop"
-    assert run_cli("init", str(root)).code == 0
-    site = tmp_path / "site"
-    _mkdocs_build(root / "mkdocs.yml", site)
-    with _serve(site) as base, _chromium() as cdp:
+    with _serve(scaffold_site / "site") as base, _chromium() as cdp:
         cdp.open(f"{base}/database-locks/", width=1280)
         found: dict[str, Any] = cdp.evaluate(ANCHORS)
         cdp.screenshot(ARTIFACTS / "first-site.png")

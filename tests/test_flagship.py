@@ -1,7 +1,7 @@
 """The flagship declarations (the member console's lock page) and the dstack example, read back
 through the real CLI.
 
-Every test here runs `python -m lockdocs` in a subprocess, exactly as a user would, and checks
+Every test here runs `lockdocs` on the command line, exactly as a user would, and checks
 the exported JSON: the sequence in which each path of the reference page acquires its locks,
 with the mode of every acquisition and the set of locks held at that moment.
 
@@ -22,11 +22,12 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from conftest import lockdocs_process
 
 ROOT = Path(__file__).resolve().parent.parent
 FLAGSHIP = str(ROOT)
@@ -34,13 +35,7 @@ DSTACK = str(ROOT / "examples" / "dstack")
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "lockdocs", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=False,
-    )
+    return lockdocs_process(*args, cwd=ROOT)
 
 
 def _export(root: str) -> dict[str, Any]:

@@ -21,11 +21,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from conftest import REPO
+from conftest import REPO, typer_command_once
 from lockdocs.cli import app
 from lockdocs.schema.definition import locks_schema, paths_schema
 
 RUNNER = CliRunner()
+typer_command_once()  # the app's click command built once, not on every invoke
 FUZZ_CASES = int(os.environ.get("LOCKDOCS_FUZZ_CASES", "10000"))
 SAMPLE_CASES = 150
 

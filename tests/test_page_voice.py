@@ -18,9 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
-from test_browser import _mkdocs_build
-
 pytestmark = pytest.mark.slow
 
 BLOCKS = {"p", "li", "td", "th", "summary", "h1", "h2", "h3", "h4", "dd", "dt"}
@@ -103,12 +100,8 @@ def _read(html: Path) -> _Page:
 
 
 @pytest.fixture(scope="module")
-def init_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("init") / "shop"
-    assert run_cli("init", str(root)).code == 0
-    site = root.parent / "site"
-    _mkdocs_build(root / "mkdocs.yml", site)
-    return site
+def init_site(scaffold_site: Path) -> Path:
+    return scaffold_site / "site"
 
 
 @pytest.fixture(scope="module")

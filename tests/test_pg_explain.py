@@ -173,25 +173,15 @@ def test_a_production_log_is_explained_case_by_case() -> None:
 
 
 def test_explain_reads_stdin_and_writes_text_and_markdown() -> None:
-    import subprocess
-    import sys
-
     text = PRODUCTION.read_text()
     for fmt, first in (
         ("text", "<stdin>: deadlock (40P01), 2 times (lines 2, 12)"),
         ("markdown", "## Lock errors in `<stdin>`"),
     ):
-        proc = subprocess.run(
-            [sys.executable, "-m", "lockdocs", "explain", "-", "--root", str(SHOP), "-f", fmt],
-            input=text,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        assert proc.returncode == 1, proc.stderr
-        assert proc.stdout.splitlines()[0] == first
-        assert "$1" in proc.stdout and "balance - 10" not in proc.stdout
+        proc = run_cli("explain", "-", "--root", str(SHOP), "-f", fmt, input=text)
+        assert proc.code == 1, proc.err
+        assert proc.out.splitlines()[0] == first
+        assert "$1" in proc.out and "balance - 10" not in proc.out
     r = run_cli("explain", str(PRODUCTION), "--root", str(SHOP), "--show-literals")
     assert "balance - 10" in r.out
 

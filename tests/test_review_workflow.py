@@ -14,7 +14,6 @@ changed, and nothing for the no-op PR.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re
@@ -27,7 +26,7 @@ from typing import Any
 import pytest
 import yaml
 
-from conftest import REPO, lockdocs_process
+from conftest import REPO, lockdocs_process, shared_folder
 from lockdocs.api import check
 from lockdocs.diff.sides import open_side
 
@@ -241,17 +240,14 @@ COMMITS = ["before", "adopt", "undeclared", "readme", "cycle"]
 
 @pytest.fixture(scope="module")
 def history(tmp_path_factory: pytest.TempPathFactory) -> History:
-    """The history, built once for the whole run: pytest-xdist's workers share the folder
-    above their own temporary folders, and the first to take the lock builds it."""
-    shared = tmp_path_factory.getbasetemp().parent / "review-workflow-history"
-    shared.mkdir(exist_ok=True)
-    with (shared / "lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        record = shared / "history.json"
-        if not record.exists():
-            built = _build_history(shared / "build")
-            record.write_text(json.dumps(built.to_json()), encoding="utf-8")
-        return History.from_json(json.loads(record.read_text(encoding="utf-8")))
+    """The history, built once for the whole run and shared by pytest-xdist's workers."""
+
+    def build(shared: Path) -> None:
+        built = _build_history(shared / "build")
+        (shared / "history.json").write_text(json.dumps(built.to_json()), encoding="utf-8")
+
+    shared = shared_folder(tmp_path_factory, "review-workflow-history", build)
+    return History.from_json(json.loads((shared / "history.json").read_text(encoding="utf-8")))
 
 
 def _build_history(top: Path) -> History:

@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
+from conftest import lockdocs_process
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -34,15 +36,10 @@ def _mkdocs_build(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("site")
-    started = time.monotonic()
-    proc = _mkdocs_build(REPO / "mkdocs.yml", out)
-    elapsed = time.monotonic() - started
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "Aborted" not in proc.stderr
-    print(f"mkdocs build --strict of the repository site: {elapsed:.2f}s")
-    return out
+def site(repo_site: Path) -> Path:
+    """The repository's site: `mkdocs build --strict` of its mkdocs.yml, built once per run
+    (tests/conftest.py's repo_site, which the browser tests read too)."""
+    return repo_site
 
 
 def _lock_page_checks(page: Path) -> str:
@@ -225,12 +222,7 @@ def test_plugin_refuses_a_site_without_attr_list(tmp_path: Path) -> None:
         extensions="[tables, toc, admonition, pymdownx.details]",
         plugin="search",
     )
-    built = subprocess.run(
-        [sys.executable, "-m", "lockdocs", "build", "--root", str(tmp_path / "plain")],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    built = lockdocs_process("build", "--root", str(tmp_path / "plain"), cwd=REPO)
     assert built.returncode == 0, built.stderr
     proc = _mkdocs_build(plain, tmp_path / "plain-site")
     assert proc.returncode == 0, proc.stderr
@@ -400,12 +392,7 @@ def _blocks(markdown: str) -> dict[str, str]:
 
 
 def _check(root: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "lockdocs", "check", "--no-drift", "--root", str(root)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    return lockdocs_process("check", "--no-drift", "--root", str(root), cwd=REPO)
 
 
 def test_home_page_example_is_valid_and_its_finding_is_quoted_as_printed(tmp_path: Path) -> None:
@@ -418,12 +405,8 @@ def test_home_page_example_is_valid_and_its_finding_is_quoted_as_printed(tmp_pat
     assert clean.returncode == 0, clean.stdout + clean.stderr
     assert clean.stdout.startswith("0 errors, 0 warnings"), clean.stdout
     assert "3261662642813426370" in page
-    export = subprocess.run(
-        [sys.executable, "-m", "lockdocs", "export", "--root", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    export = lockdocs_process("export", "--root", str(tmp_path), cwd=REPO)
+    export.check_returncode()
     assert '"value": 3261662642813426370' in export.stdout
 
     # The pull request the page describes: a budget lock, taken after the accounts by

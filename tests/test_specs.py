@@ -3,7 +3,7 @@
 Each folder under tests/fixtures/specs/ holds locks.yaml, paths/*.yaml and expected.txt: one
 finding per line, `CODE path1,path2` (paths sorted; none for findings about a lock or a key),
 with ` waived` appended when an exception waives it; `#` starts a comment; an empty file means
-silence. The test runs `python -m lockdocs check --no-drift --format json --root <case>` and
+silence. The test runs `lockdocs check --no-drift --format json --root <case>` and
 compares the set of (code, sorted paths, waived) and the exit code: 1 when an unwaived error is
 expected, else 0. A folder with an xfail.txt is a known false negative of lockdocs: expected.txt
 says what it should report, and the test is xfail(strict=True) with the file's reason. A folder
@@ -14,14 +14,11 @@ analyse) means exit 2.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+
+from conftest import run_cli
 
 SPECS = Path(__file__).resolve().parent / "fixtures" / "specs"
 
@@ -65,47 +62,15 @@ def _cases() -> list[object]:
 
 
 def run_check(case: Path) -> tuple[int, dict[str, object]]:
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "lockdocs",
-            "check",
-            "--no-drift",
-            "--format",
-            "json",
-            "--root",
-            str(case),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc.returncode, json.loads(proc.stdout)
-
-
-@pytest.fixture(scope="module")
-def cli_results(request: pytest.FixtureRequest) -> dict[Path, tuple[int, dict[str, object]]]:
-    """Every selected case through the CLI at once, one process per core: the runs are
-    independent, and a process start costs more than the check. Under pytest -n the workers
-    share the cases out already (each worker would otherwise run all of them): none here."""
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        return {}
-    cases = [
-        item.callspec.params["case"]
-        for item in request.session.items
-        if getattr(item, "originalname", "") == "test_spec_findings"
-    ]
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        return dict(zip(cases, pool.map(run_check, cases), strict=True))
+    result = run_cli("check", "--no-drift", "--format", "json", "--root", str(case))
+    assert "Traceback" not in result.err, result.err
+    return result.code, result.json()
 
 
 @pytest.mark.parametrize("case", _cases())
-def test_spec_findings(case: Path, cli_results: dict[Path, tuple[int, dict[str, object]]]) -> None:
+def test_spec_findings(case: Path) -> None:
     expected = parse_expected((case / "expected.txt").read_text(encoding="utf-8"))
-    code, report = cli_results[case] if case in cli_results else run_check(case)
+    code, report = run_check(case)
     diagnostics = report["diagnostics"]
     assert isinstance(diagnostics, list)
     actual = {(d["code"], tuple(sorted(d["paths"])), bool(d["waived_by"])) for d in diagnostics}
@@ -117,32 +82,18 @@ def test_spec_findings(case: Path, cli_results: dict[Path, tuple[int, dict[str, 
 
 
 def run_text(case: Path) -> str:
-    proc = subprocess.run(
-        [sys.executable, "-m", "lockdocs", "check", "--no-drift", "--root", str(case)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc.stdout
+    result = run_cli("check", "--no-drift", "--root", str(case))
+    assert "Traceback" not in result.err, result.err
+    return result.out
 
 
 WITH_OUTPUT = [d for d in sorted(SPECS.iterdir()) if (d / "output.txt").exists()]
 
 
-@pytest.fixture(scope="module")
-def text_results() -> dict[Path, str]:
-    if os.environ.get("PYTEST_XDIST_WORKER"):  # as cli_results
-        return {}
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        return dict(zip(WITH_OUTPUT, pool.map(run_text, WITH_OUTPUT), strict=True))
-
-
 @pytest.mark.parametrize("case", WITH_OUTPUT, ids=[d.name for d in WITH_OUTPUT])
-def test_spec_output(case: Path, text_results: dict[Path, str], update_golden: bool) -> None:
+def test_spec_output(case: Path, update_golden: bool) -> None:
     """A case with an output.txt prints exactly that (`pytest --update-golden` rewrites it)."""
-    text = text_results[case] if case in text_results else run_text(case)
+    text = run_text(case)
     if update_golden:
         (case / "output.txt").write_text(text, encoding="utf-8")
     assert text == (case / "output.txt").read_text(encoding="utf-8")

@@ -42,12 +42,26 @@ _TABLE_ROWS = {
 _TABLE_COLUMNS = tuple(_TABLE_ROWS)
 
 
+# The tables as dicts keyed (requested, held): the oracle asks millions of times per run.
+_ROW_WAITS = {
+    (req, held): row[i] for req, row in _ROW_MATRIX.items() for i, held in enumerate(_ROW_COLUMNS)
+}
+_TABLE_WAITS = {
+    (req, held): row[i] == "X"
+    for req, row in _TABLE_ROWS.items()
+    for i, held in enumerate(_TABLE_COLUMNS)
+}
+_SHARED_EXCLUSIVE_WAITS = {
+    (req, held): v for req, row in _SHARED_EXCLUSIVE_MATRIX.items() for held, v in row.items()
+}
+
+
 def waits(kind: str, requested: str, held: str) -> bool:
     if kind == "row":
-        return _ROW_MATRIX[requested][_ROW_COLUMNS.index(held)]
+        return _ROW_WAITS[requested, held]
     if kind == "table":
-        return _TABLE_ROWS[requested][_TABLE_COLUMNS.index(held)] == "X"
-    return _SHARED_EXCLUSIVE_MATRIX[requested][held]
+        return _TABLE_WAITS[requested, held]
+    return _SHARED_EXCLUSIVE_WAITS[requested, held]
 
 
 def self_compatible(kind: str, mode: str) -> bool:

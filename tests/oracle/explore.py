@@ -43,6 +43,7 @@ every order. `Options(reduce=False)` turns them all off; tests check that the re
 
 from __future__ import annotations
 
+import gc
 import itertools
 from dataclasses import dataclass, field
 
@@ -51,6 +52,7 @@ from .spec import Branch, Call, Commit, Loop, Path, Set, Spec, Take
 
 LABELS = ("a", "b")
 MAX_DOMAIN = 6  # the most instances of a class one transaction holds in any search
+_UNKNOWN: list[object] = []  # not looked up yet (None is an answer)
 
 
 @dataclass(frozen=True)
@@ -269,7 +271,14 @@ class Explorer:
             {(ins[1], ins[2]) for ins in code if ins[0] == "acq"} for code in self.code
         ]
         self.independent: dict[int, set[tuple[int, str]]] = {}
+        self.local_cache: dict[Local, list[Local]] = {}
+        self.own_cache: dict[Local, list[Local] | None] = {}
         self.ordered = self._ordered_releases()
+        # per path: the pcs of its commits and its end (the steps that release what it holds)
+        self.release_pcs = [
+            frozenset(pc for pc, ins in enumerate(code) if ins[0] in ("commit", "end"))
+            for code in self.code
+        ]
         dom = self.opt.domain
         if self.opt.loop_subsets:
             subsets = [
@@ -391,6 +400,32 @@ class Explorer:
             return [(pi, -1, self.no_labels, (), (), ())]
         raise AssertionError(ins)  # pragma: no cover
 
+    def _own_moves(self, t: Local) -> list[Local] | None:
+        """With the reductions: the successors of t's next step when it runs before any
+        interleaving (a step of its own that releases nothing, or the grant of a request no
+        other transaction could ever conflict with); None when it is interleaved (or t is
+        done). Remembered per configuration in `own_cache`, like `_local`."""
+        if t[1] == -1:
+            return None
+        if not t[5]:
+            if self._releases(t):
+                return None  # interleaved
+            return self._local(t)
+        li, inst, mode = t[5][0], t[5][1], t[5][2]
+        if (li, mode) in self.independent[t[0]]:  # nobody else could ever conflict
+            nheld = tuple(sorted({*t[4], (li, inst, mode)}))
+            return [(t[0], t[1] + 1, self._granted(t[2], li, inst), t[3], nheld, ())]
+        return None
+
+    def _local(self, t: Local) -> list[Local]:
+        """local_steps, remembered for the configuration being searched: a transaction's own
+        state recurs beside many states of the others (its successors depend on the
+        configuration only through `independent`, set per configuration)."""
+        found = self.local_cache.get(t)
+        if found is None:
+            found = self.local_cache[t] = self.local_steps(t)
+        return found
+
     def _set_orders(self, pi: int, ins: tuple[object, ...]) -> tuple[int, ...]:
         """The orders of a set worth exploring: its takes that no other transaction of the
         configuration could conflict with come first, as written (granting one never waits and
@@ -499,8 +534,7 @@ class Explorer:
         """Is the transaction's next step a commit or its end while it holds a lock? Such a
         step is interleaved with the others, not run first: when a lock goes changes whether a
         later request must wait, and so whether it queues behind a waiter."""
-        op = self.code[t[0]][t[1]][0]
-        return self.ordered and op in ("commit", "end") and bool(t[4])
+        return self.ordered and bool(t[4]) and t[1] in self.release_pcs[t[0]]
 
     # -- all of them ----------------------------------------------------------------------------
 
@@ -554,25 +588,20 @@ class Explorer:
     def successors(self, state: tuple[Local, ...]) -> tuple[list[tuple[Local, ...]], bool]:
         """(successor states, is_deadlock)."""
         if self.opt.reduce:
+            own = self.own_cache
             for i, t in enumerate(state):
-                if t[1] == -1:
-                    continue
-                if not t[5]:
-                    if self._releases(t):
-                        continue  # interleaved below
-                    return [(*state[:i], nt, *state[i + 1 :]) for nt in self.local_steps(t)], False
-                li, inst, mode = t[5][0], t[5][1], t[5][2]
-                if (li, mode) in self.independent[t[0]]:  # nobody else could ever conflict
-                    nheld = tuple(sorted({*t[4], (li, inst, mode)}))
-                    nt = (t[0], t[1] + 1, self._granted(t[2], li, inst), t[3], nheld, ())
-                    return [(*state[:i], nt, *state[i + 1 :])], False
+                moves = own.get(t, _UNKNOWN)
+                if moves is _UNKNOWN:
+                    moves = own[t] = self._own_moves(t)
+                if moves is not None:
+                    return [(*state[:i], nt, *state[i + 1 :]) for nt in moves], False
         out = []
         waiting = False
         for i, t in enumerate(state):
             if t[1] == -1:
                 continue
             if not t[5]:  # a step of its own, interleaved (with the reduction: a release)
-                out.extend((*state[:i], nt, *state[i + 1 :]) for nt in self.local_steps(t))
+                out.extend((*state[:i], nt, *state[i + 1 :]) for nt in self._local(t))
                 continue
             pi, pc, labels, loops, held, pending = t
             li, inst, mode, option, phase = pending
@@ -660,6 +689,8 @@ class Explorer:
         parent is kept, and `self.dead_at` maps each deadlock's key to the state it was seen in.
         """
         self.independent = self._independent(config)
+        self.local_cache: dict[Local, list[Local]] = {}
+        self.own_cache: dict[Local, list[Local] | None] = {}
         start = tuple((pi, 0, self.no_labels, (), (), ()) for pi in config)
         canon = self.opt.reduce and not trace
         if canon:
@@ -671,9 +702,10 @@ class Explorer:
         self.dead_at: dict[tuple[object, ...], tuple[Local, ...]] = {}
         complete = True
         max_states = self.opt.max_states if limit is None else limit
+        successors, push, see = self.successors, stack.append, seen.add
         while stack:
             st = stack.pop()
-            nxt, dead = self.successors(st)
+            nxt, dead = successors(st)
             if dead:
                 for d in self.deadlocks_at(st):
                     found.setdefault(d.key, d)
@@ -682,15 +714,17 @@ class Explorer:
             for s in nxt:
                 if canon:
                     s = tuple(sorted(s))
-                if s in seen:
+                n = len(seen)
+                if n >= max_states:
+                    if s not in seen:
+                        complete = False
                     continue
-                if len(seen) >= max_states:
-                    complete = False
+                see(s)  # one hash of the state, where `s in seen` and then adding it took two
+                if len(seen) == n:
                     continue
-                seen.add(s)
                 if trace:
                     parent[s] = st
-                stack.append(s)
+                push(s)
         return list(found.values()), len(seen), complete, parent
 
     def _independent(self, config: tuple[int, ...]) -> dict[int, set[tuple[int, str]]]:
@@ -763,6 +797,18 @@ class Explorer:
         return out
 
     def run(self) -> Result:
+        # The search makes millions of small tuples and frees none until it ends: the cyclic
+        # collector would only walk the growing set of states again and again (a fifth of the
+        # time). The states hold no cycles; refcounting frees them.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return self._run()
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _run(self) -> Result:
         found: dict[tuple[object, ...], Deadlock] = {}
         states = 0
         complete = True
