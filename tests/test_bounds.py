@@ -157,7 +157,7 @@ def test_every_link_of_a_long_run_chain_runs_in_one_walk(tmp_path: Path) -> None
     link, n²/2), and every step is reached through the whole chain before it."""
     root = tmp_path / "chain"
     _same_lock_chain(root, 3000, standalone=False)
-    code, diags, _, _ = check(root)
+    code, diags, _, _ = measured_check(root)
     assert (code, diags) == (0, [])
     model, _ = load(root)
     assert model is not None
@@ -176,7 +176,7 @@ def test_a_run_chain_walked_once_per_caller_stops_at_the_analysis_budget(
     root = tmp_path / "chain"
     _same_lock_chain(root, 600, standalone=True)
     _limits(root, "analysis_work: 100000")
-    code, diags, _, peak = check(root)
+    code, diags, _, peak = measured_check(root)
     assert code == 2 and codes(diags) == ["LD209"], diags
     assert (
         "the analysis's work budget (100,000 units, limits.analysis_work) ran out at path"
@@ -192,7 +192,7 @@ def test_a_dense_graph_of_waits_stops_at_the_analysis_budget(tmp_path: Path) -> 
     root = tmp_path / "dense"
     p.random_dense(root, 150, seed=1)
     _limits(root, "analysis_work: 150000")
-    code, diags, _, peak = check(root)
+    code, diags, _, peak = measured_check(root)
     stopped = [d for d in diags if d["code"] == "LD204"]
     assert code == 1 and len(stopped) == 1, codes(diags)
     assert stopped[0]["message"].startswith(
