@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -311,3 +312,28 @@ def test_the_page_compares_the_two_orders_of_a_pair_within_a_bound(tmp_path: Pat
         "hold z exclusive meanwhile, and every path that takes them the first way holds it too "
         "(exclusive), so the two orders never run at once."
     )
+
+
+def test_the_page_walks_a_long_run_chain_within_the_budget_or_says_where_it_stopped(
+    tmp_path: Path,
+) -> None:
+    """The page walks each path with every path it runs: a chain of n links under one path is
+    n²/2 steps there (3,000 links: killed after 300 s at 1.5 GB), though the check's own walk
+    is linear. The page's walks share a budget (limits.analysis_work, lowered here); past it
+    the page is not rendered and the path where it stopped is named (exit 2)."""
+    errors = {}
+    for work in (20_000, 300_000):  # the page needs 270,600
+        root = tmp_path / f"chain{work}"
+        _same_lock_chain(root, 300, standalone=False)
+        _limits(root, f"analysis_work: {work}")
+        result = run_cli("build", "--no-svg", "--root", str(root))
+        errors[work] = (result.code, result.err)
+    assert errors[300_000][0] == 0, errors[300_000][1]
+    code, err = errors[20_000]
+    stopped = re.match(r"paths/p.yaml:\d+:3: LD209 error: path 'p\d+' (.*)\n", err)
+    assert code == 2 and stopped is not None, err
+    assert stopped.group(1) == (
+        "and the paths it runs took the rest of the work budget of the page's walks "
+        "(20,000 units, limits.analysis_work); the page was not rendered"
+    )
+    assert not (tmp_path / "chain20000" / "docs").exists()

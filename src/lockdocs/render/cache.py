@@ -99,7 +99,7 @@ def unchanged_since_clean(
         return False
     try:
         seen = json.loads(target.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return False
     return (
         isinstance(seen, dict)

@@ -113,7 +113,9 @@ def check_unfinished(ctx: Context) -> Iterable[Diagnostic]:
         "rest of the whole analysis's budget (`limits.analysis_work`, and "
         "`limits.analysis_seconds` as a backstop), the analysis stops there and reports the "
         "path, and the run ends as bad input (exit 2): a partial analysis would pass over "
-        "deadlocks."
+        "deadlocks. The page walks every path with the paths it runs (a long chain of run: "
+        "steps costs the square of its length there), within a budget of the same size; past "
+        "it the page is not rendered and the path where it stopped is reported the same way."
     ),
     why=(
         "Without a bound, a few dozen lines of nested run: steps can take minutes and "

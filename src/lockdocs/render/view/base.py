@@ -10,11 +10,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from lockdocs import model as m
-from lockdocs.analysis.events import Event
-from lockdocs.analysis.flatten import flatten
-from lockdocs.diagnostics import Diagnostic
+from lockdocs.analysis.budget import Budget
+from lockdocs.analysis.events import Event, Refusal
+from lockdocs.analysis.flatten import flatten_all
+from lockdocs.diagnostics import Diagnostic, Severity
 from lockdocs.render.edges import EdgeSet, PairEdge, page_path_order
 from lockdocs.render.escape import Link, slug
+from lockdocs.render.targets import RenderError
 from lockdocs.render.words import bare, levels
 from lockdocs.rules.waivers import waiver_label
 
@@ -108,9 +110,15 @@ class Context:
         self.callers = self._callers()
         self.edges = EdgeSet(model)
         self._events: dict[str, list[Event]] = {}
+        # The page walks each path with everything it runs (the analysis walks only the
+        # standalone ones): a run: chain of n links is n²/2 steps here, so these walks share
+        # a budget of their own, counted (never timed: the page must not depend on the machine).
+        self._walks = Budget(model.limits.analysis_work)
         self._pairs_of: dict[str, list[PairEdge]] | None = None
         self._derived: dict[str, list[str]] | None = None
         self._several: dict[str, tuple[str, ...]] | None = None
+        self._several_in: dict[str, set[str]] | None = None
+        self._children: dict[str, list[str]] | None = None
         self._sites: dict[str, tuple[tuple[str, bool], ...]] | None = None
         self._rechecks: set[tuple[str, str, int, int]] | None = None
 
@@ -130,6 +138,27 @@ class Context:
         if self._several is None:
             self._several = {e.src: e.paths for e in self.edges.pairs if e.src == e.dst}
         return self._several
+
+    def several_in(self, path_id: str) -> set[str]:
+        """The locks the path holds two or more instances of at once (indexed once: looking
+        each path up in every lock's paths made a page of thousands quadratic)."""
+        if self._several_in is None:
+            index: dict[str, set[str]] = {}
+            for lock, paths in self.several_paths().items():
+                for pid in paths:
+                    index.setdefault(pid, set()).add(lock)
+            self._several_in = index
+        return set(self._several_in.get(path_id, ()))
+
+    def children(self, lock_id: str) -> list[str]:
+        """The locks declared `within` this one, in declaration order (indexed once)."""
+        if self._children is None:
+            index: dict[str, list[str]] = {}
+            for other in self.model.locks.values():
+                if other.within is not None:
+                    index.setdefault(other.within, []).append(other.id)
+            self._children = index
+        return self._children.get(lock_id, [])
 
     def happens(self, step: m.Take) -> bool:
         """Whether a take happens on some walk: always, except a foreign-key re-check (see
@@ -177,8 +206,31 @@ class Context:
     def events(self, path_id: str) -> list[Event]:
         """The path's events, its callees' included (flattened once per path)."""
         if path_id not in self._events:
-            self._events[path_id] = flatten(self.model, only=path_id)
+            found = flatten_all(self.model, only=path_id, budget=self._walks)
+            if found.refusals:
+                raise RenderError([self._stopped(found.refusals[0])])
+            self._events[path_id] = found.events
         return self._events[path_id]
+
+    def _stopped(self, r: Refusal) -> Diagnostic:
+        """LD209 for a walk the page could not finish: the page is not written."""
+        if r.scope != "work":
+            why = f"needs more than {r.budget:,} units of work to analyse (limits.path_work)"
+        else:
+            why = (
+                f"and the paths it runs took the rest of the work budget of the page's walks "
+                f"({r.budget:,} units, limits.analysis_work)"
+            )
+        return Diagnostic(
+            "LD209",
+            Severity.ERROR,
+            f"path '{r.path}' {why}; the page was not rendered",
+            r.location,
+            "the page walks each path with every path it runs, so a long chain of run: steps "
+            "costs the square of its length: make it shorter, or raise limits.analysis_work "
+            "in locks.yaml",
+            paths=(r.path,),
+        )
 
     def exception_link(self, w: m.Waiver) -> Link:
         """'exception N', linked to its entry under "Where the paths differ"."""
