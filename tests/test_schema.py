@@ -48,7 +48,7 @@ def test_every_property_has_a_description() -> None:
 def test_shipped_files_are_current() -> None:
     for name, text in shipped_files().items():
         assert (SCHEMA_DIR / name).read_text(encoding="utf-8") == text, (
-            f"{name} is stale: run python -m lockdocs.schema.definition"
+            f"{name} is stale: run python -m lockdocs.devdocs"
         )
 
 

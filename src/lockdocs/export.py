@@ -88,7 +88,6 @@ def lock_json(lock: m.Lock) -> dict[str, Any]:
                 "table": b.table,
                 "mode": b.mode,
                 "how": b.how,
-                "isolation": b.isolation,
             }
             for b in lock.backends
         ],

@@ -102,7 +102,6 @@ class Backend:
     table: str | None = None
     mode: str | None = None
     how: str | None = None
-    isolation: str | None = None
     scope: str | None = None  # derived: the lock's scope on this backend
 
 

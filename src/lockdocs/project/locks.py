@@ -88,7 +88,6 @@ def resolve_locks(rv: Resolver) -> dict[str, m.Lock]:
                 b.get("table"),
                 b.get("mode"),
                 b.get("how"),
-                b.get("isolation"),
                 backend_scope(rv, lid, name, b, scope),
             )
             for name, b in (raw.get("backends") or {}).items()

@@ -7,7 +7,8 @@ rule (the check, the docs, SARIF, the known codes of an exception) calls.
 
 from __future__ import annotations
 
-from lockdocs.rules import (
+# Importing a rule module registers its rules: this import is the list.
+from lockdocs.rules import (  # noqa: F401
     codescan,
     connections,
     declarations,
@@ -27,26 +28,6 @@ from lockdocs.rules import (
     waivers,
 )
 from lockdocs.rules.registry import REGISTRY, RuleInfo
-
-RULE_MODULES = (
-    codescan,
-    connections,
-    declarations,
-    declared,
-    declared_levels,
-    generated,
-    holding,
-    keyclash,
-    keyrules,
-    limits,
-    observed,
-    ordering,
-    practice,
-    processes,
-    settings,
-    upgrades,
-    waivers,
-)
 
 
 def load_all() -> dict[str, RuleInfo]:

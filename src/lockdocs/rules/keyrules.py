@@ -23,10 +23,6 @@ def advisory(ctx: Context) -> list[tuple[Lock, Key]]:
     return [(lk, lk.key) for lk in ctx.model.locks.values() if lk.key is not None]
 
 
-def key_loc(lock: Lock) -> object:
-    return lock.location
-
-
 @rule(
     "LD101",
     "key-without-prefix",

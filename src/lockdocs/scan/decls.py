@@ -138,10 +138,6 @@ def same_via(steps: list[Decl]) -> list[list[Decl]]:
     return list(groups.values())
 
 
-def _lock_kind(lock: m.Lock) -> str:
-    return lock.kind
-
-
 def tables_of(lock: m.Lock) -> list[str]:
     out = [lock.table] if lock.table else []
     out += [b.table for b in lock.backends if b.table and b.kind in ("row", "table")]

@@ -163,7 +163,8 @@ def paths_schema() -> dict[str, Any]:
 
 
 def shipped_files() -> dict[str, str]:
-    """The schema files shipped in the package, for editors (`$schema=` lines) to point at."""
+    """The schema files shipped in the package, for editors (`$schema=` lines) to point at;
+    `python -m lockdocs.devdocs` writes them."""
 
     return {
         name: json.dumps(schema, indent=2, sort_keys=True) + "\n"
@@ -172,11 +173,3 @@ def shipped_files() -> dict[str, str]:
             ("paths.schema.json", paths_schema()),
         )
     }
-
-
-if __name__ == "__main__":  # python -m lockdocs.schema.definition: rewrite the shipped files
-    from pathlib import Path
-
-    here = Path(__file__).parent
-    for name, text in shipped_files().items():
-        (here / name).write_text(text, encoding="utf-8")

@@ -151,9 +151,6 @@ class Validator:
     def iter_errors(self, instance: Any) -> Iterator[SchemaError]:
         yield from self._check(instance, self.root, (), ())
 
-    def is_valid(self, instance: Any, schema: dict[str, Any]) -> bool:
-        return next(self._check(instance, schema, (), ()), None) is None
-
     def _check(
         self,
         inst: Any,
