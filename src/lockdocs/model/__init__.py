@@ -40,6 +40,7 @@ from lockdocs.model.paths import (
     Step,
     Take,
     Write,
+    walk_steps,
 )
 
 __all__ = [
@@ -76,6 +77,7 @@ __all__ = [
     "TransactionKind",
     "Waiver",
     "Write",
+    "walk_steps",
 ]
 
 

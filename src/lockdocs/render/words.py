@@ -299,20 +299,13 @@ def scope_facts(model: m.Model) -> tuple[str, ...]:
             missing.append("FOR SHARE")
         if missing:
             facts.append("No code takes " + " or ".join(missing) + ".")
-    memory = [lk.title for lk in locks if lk.kind == "memory" and lk.scope == "process"]
-    if memory:
-        facts.append(
-            "In-process locks live in one process and are held until released: "
-            + ", ".join(memory)
-            + "."
-        )
-    shared = [lk.title for lk in locks if lk.kind == "memory" and lk.scope == "session"]
-    if shared:
-        facts.append(
-            "In-memory locks every server process shares, held until released: "
-            + ", ".join(shared)
-            + "."
-        )
+    for scope, said in (
+        ("process", "In-process locks live in one process and are held until released: "),
+        ("session", "In-memory locks every server process shares, held until released: "),
+    ):
+        titles = [lk.title for lk in locks if lk.kind == "memory" and lk.scope == scope]
+        if titles:
+            facts.append(said + ", ".join(titles) + ".")
     for backend, n in model.replicas:
         if n > 1:
             on = f" on {backend_name(backend)}" if backend else ""

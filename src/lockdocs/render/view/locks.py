@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from lockdocs import model as m
 from lockdocs.render.escape import Link
-from lockdocs.render.view.base import Context, IssueRef, lock_anchor, walk
+from lockdocs.render.view.base import Context, IssueRef, lock_anchor
 from lockdocs.render.view.keys import KeyGroupView
 from lockdocs.render.view.order import OrderedLockView, ordered_lock
 from lockdocs.render.words import (
@@ -152,7 +152,7 @@ def taken_in(ctx: Context) -> dict[str, set[str]]:
         tk = model.transactions.get(p.transaction) if p.transaction and p.standalone else None
         if tk is not None and tk.first_lock:
             out.setdefault(tk.first_lock, set()).add(pid)
-        for step in walk(p.steps):
+        for step in m.walk_steps(p.steps):
             if isinstance(step, m.Take):
                 if ctx.happens(step):
                     out.setdefault(step.lock, set()).add(pid)
