@@ -197,12 +197,12 @@ def test_layer_of(module: str, layer: str) -> None:
 
 
 def _registers(path: Path) -> bool:
-    """Does the module register a rule (`register(...)` or `@rule(...)`)?"""
+    """Does the module register a rule (`describe(...)` or `@rule(...)`)?"""
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Name)
-            and node.func.id in ("register", "rule")
+            and node.func.id in ("describe", "rule")
         ):
             return True
     return False

@@ -11,6 +11,7 @@ import jsonschema
 
 from conftest import REPO, run_cli
 from lockdocs import model as m
+from lockdocs.rules.catalog import option_schemas
 from lockdocs.schema.definition import locks_schema, paths_schema, shipped_files
 
 SCHEMA_DIR = REPO / "src" / "lockdocs" / "schema"
@@ -33,20 +34,20 @@ def _walk(node: Any, where: str, out: list[str]) -> None:
 
 
 def test_schemas_are_valid_draft_2020_12() -> None:
-    for schema in (locks_schema(), paths_schema()):
+    for schema in (locks_schema(), locks_schema(option_schemas()), paths_schema()):
         assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
         jsonschema.Draft202012Validator.check_schema(schema)
 
 
 def test_every_property_has_a_description() -> None:
     missing: list[str] = []
-    _walk(locks_schema(), "locks", missing)
+    _walk(locks_schema(option_schemas()), "locks", missing)
     _walk(paths_schema(), "paths", missing)
     assert not missing
 
 
 def test_shipped_files_are_current() -> None:
-    for name, text in shipped_files().items():
+    for name, text in shipped_files(option_schemas()).items():
         assert (SCHEMA_DIR / name).read_text(encoding="utf-8") == text, (
             f"{name} is stale: run python -m lockdocs.devdocs"
         )
@@ -55,7 +56,7 @@ def test_shipped_files_are_current() -> None:
 def test_cli_prints_the_schema() -> None:
     result = run_cli("schema")
     assert result.code == 0
-    assert json.loads(result.out) == locks_schema()
+    assert json.loads(result.out) == locks_schema(option_schemas())
     assert json.loads(run_cli("schema", "paths").out) == paths_schema()
     assert run_cli("schema", "nope").code == 2
 

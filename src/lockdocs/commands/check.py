@@ -8,18 +8,16 @@ from dataclasses import replace
 from pathlib import Path
 
 from lockdocs.api import check as run_check
-from lockdocs.api import load
-from lockdocs.commands.common import NoRoot, emit, resolve_root, summary
+from lockdocs.commands.common import NoRoot, emit, load_project, resolve_root, summary
 from lockdocs.diagnostics import Diagnostic, printable
 from lockdocs.report import FORMATS
 
 
 def validate(root: Path | None, fmt: str) -> int:
-    try:
-        base = resolve_root(root)
-    except NoRoot:
+    loaded = load_project(root)
+    if loaded is None:
         return 2
-    model, diags = load(base)
+    base, model, diags = loaded
     if model is None:
         emit(diags, fmt, "the declarations are not valid", base)
         return 2

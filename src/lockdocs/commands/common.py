@@ -8,12 +8,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lockdocs import colour
+from lockdocs.api import load
 from lockdocs.project.files import RootNotFound, find_root, working_folder
 from lockdocs.report import FORMATS, HERE
 from lockdocs.report.where import for_project
 
 if TYPE_CHECKING:
     from lockdocs.diagnostics import Diagnostic
+    from lockdocs.model import Model
 
 
 class NoRoot(Exception):
@@ -37,6 +39,17 @@ def resolve_root(root: Path | None) -> Path:
             "hint: run it inside a project, pass --root DIR, or start one with 'lockdocs init'\n"
         )
         raise NoRoot from None
+
+
+def load_project(root: Path | None) -> tuple[Path, Model | None, list[Diagnostic]] | None:
+    """The project's folder and what loading it gives (the model, or None and the errors);
+    None when there is no project, which is already said on stderr."""
+    try:
+        base = resolve_root(root)
+    except NoRoot:
+        return None
+    model, diags = load(base)
+    return base, model, diags
 
 
 def emit(

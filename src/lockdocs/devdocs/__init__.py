@@ -25,6 +25,7 @@ from lockdocs.devdocs.commands import cli_reference, rules_reference
 from lockdocs.devdocs.format import format_reference
 from lockdocs.devdocs.text import GENERATED_NOTE, fence
 from lockdocs.render.svg import dot_hash, render_svg, svg_stamp
+from lockdocs.rules.catalog import option_schemas
 from lockdocs.schema.definition import shipped_files
 
 _fence = fence  # the name the tests know
@@ -70,7 +71,7 @@ def _targets(docs: Path, pages: dict[str, str]) -> list[tuple[Path, str, str]]:
     """Every generated file: where it is written, how a diff names it, its text."""
     return [(docs / rel, f"docs/{rel}", text) for rel, text in pages.items()] + [
         (SCHEMA_DIR / name, f"{_SCHEMA_SHOWN}/{name}", text)
-        for name, text in shipped_files().items()
+        for name, text in shipped_files(option_schemas()).items()
     ]
 
 
