@@ -346,7 +346,7 @@ def observe(
         ),
     ],
     root: RootOpt = None,
-    fmt: FormatOpt = Format.text,
+    fmt: FormatOpt = TEXT,
     log_format: Annotated[
         commands.LogFormat,
         typer.Option("--log-format", help="The logs' format (default: told from each file)."),

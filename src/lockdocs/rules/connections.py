@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from lockdocs.diagnostics import Diagnostic, Severity
 from lockdocs.modes import conflicts
 from lockdocs.rules.context import Context, once_per_step, step_finding
+from lockdocs.rules.examples import ACCOUNT_ROW, HEAD
 from lockdocs.rules.finder import Finder
 from lockdocs.rules.registry import rule
 
@@ -32,16 +33,7 @@ from lockdocs.rules.registry import rule
         "cycle: the worker hangs until a lock_timeout or a restart."
     ),
     example={
-        "locks.yaml": """\
-lockdocs: 1
-page: {title: Locks}
-locks:
-  account:
-    title: Account row
-    kind: row
-    table: app.accounts
-    modes: {for no key update: writers}
-""",
+        "locks.yaml": HEAD + "locks:\n" + ACCOUNT_ROW,
         "paths/money.yaml": """\
 group: Money
 paths:

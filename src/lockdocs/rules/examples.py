@@ -27,6 +27,14 @@ paths:
       - take: ledger
 """
 
+ACCOUNT_ROW = """\
+  account:
+    title: Account row
+    kind: row
+    table: app.accounts
+    modes: {for no key update: writers}
+"""
+
 FLEET_LOCKSET = """\
   fleet:
     title: Fleet lockset

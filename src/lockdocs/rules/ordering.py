@@ -12,6 +12,7 @@ from lockdocs.analysis.graph import Edge
 from lockdocs.analysis.proof import proof, race
 from lockdocs.diagnostics import Diagnostic, Location, Related, Severity
 from lockdocs.rules.context import Context, run_from
+from lockdocs.rules.examples import ACCOUNT_ROW, HEAD
 from lockdocs.rules.finder import Finder
 from lockdocs.rules.hints import cycle_hint, sorted_first
 from lockdocs.rules.registry import rule
@@ -25,21 +26,18 @@ from lockdocs.rules.witnesses import (
     where,
 )
 
-_TWO_ROWS = """\
-lockdocs: 1
-page: {title: Locks}
-locks:
-  account:
-    title: Account row
-    kind: row
-    table: app.accounts
-    modes: {for no key update: writers}
+_TWO_ROWS = (
+    HEAD
+    + "locks:\n"
+    + ACCOUNT_ROW
+    + """\
   ledger:
     title: Ledger row
     kind: row
     table: app.ledgers
     modes: {for no key update: writers}
 """
+)
 
 
 def _claimed_before(ctx: Context, e: Edge, lock_id: str) -> bool:
