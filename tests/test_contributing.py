@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
+from lockdocs import model as m
 from lockdocs.report import FORMATS
 from lockdocs.rules.catalog import load_all
 
@@ -126,22 +127,24 @@ def _registered_in(path: Path) -> list[str]:
     ]
 
 
-# Where `serializes` (an optional text of a lock that the page shows, as `owner:` would be)
-# appears for reasons of its own, beyond the recipe's route.
-_SERIALIZES_ELSEWHERE = {
-    "src/lockdocs/render/view/claims.py": "the page's claims read what a lock says it serializes",
-    "src/lockdocs/observe/propose.py": "observe drafts a lock with a placeholder for it",
-    "src/lockdocs/scaffold.py": "init's commented example sets it",
-}
-
-
-def test_the_declaration_field_recipe_is_the_route_of_an_existing_field() -> None:
+def test_the_declaration_field_recipe_is_the_route_of_a_field_as_declared() -> None:
+    """The resolver, the export and the view take every field marked AS_DECLARED by the mark,
+    with no line per field: the recipe's files are all a new one needs."""
     listed = _files("Recipe: a new declaration field")
-    optional = {"src/lockdocs/diff/compare.py"}  # only when diff should show a change
-    for path in sorted(listed - optional):
-        assert "serializes" in (REPO / path).read_text(encoding="utf-8"), path
-    found = _mentions("serializes") - _mentions("serializes", SRC / "rules")
-    assert found - listed == set(_SERIALIZES_ELSEWHERE), found - listed
+    assert {
+        "src/lockdocs/schema/locks.py",
+        "src/lockdocs/model/locks.py",
+        "docs/export.md",
+    } <= listed
+    assert any(p.startswith("src/lockdocs/templates/") for p in listed)
+    route = ["src/lockdocs/project/locks.py", "src/lockdocs/export.py"]
+    route.append("src/lockdocs/render/view/locks.py")
+    for path in route:
+        text = (REPO / path).read_text(encoding="utf-8")
+        assert "as_declared(m.Lock)" in text, path
+        for name in ("row", "notes", "serializes"):
+            assert name in m.as_declared(m.Lock)
+            assert f'raw.get("{name}")' not in text and f'"{name}": lock.' not in text, path
 
 
 def test_the_step_kind_recipe_lists_every_module_that_handles_a_step_kind() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -135,3 +136,45 @@ def test_editor_schema_lines_point_at_shipped_files() -> None:
         target = (yaml_file.parent / first.split("=", 1)[1].strip()).resolve()
         assert target.is_file(), target
         assert Path(target).parent == SCHEMA_DIR
+
+
+def _contract_rows(section: str) -> set[str]:
+    """The field names of one table of docs/export.md (every code span of the first column)."""
+    text = (REPO / "docs" / "export.md").read_text(encoding="utf-8")
+    part = text.split(f"\n## {section}\n", 1)[1].split("\n#", 1)[0]
+    names: set[str] = set()
+    for line in part.splitlines():
+        if line.startswith("| `"):
+            names.update(re.findall(r"`([^`]+)`", line.split("|")[1]))
+    return names
+
+
+def test_the_export_contract_page_lists_every_field_the_export_writes() -> None:
+    from lockdocs.api import load
+    from lockdocs.export import export_json
+
+    model, _ = load(REPO)
+    assert model is not None
+    doc = json.loads(export_json(model))
+    for section, sample in (
+        ("Locks", doc["locks"][0]),
+        ("Transaction kinds", doc["transactions"][0]),
+        ("Paths", doc["paths"][0]),
+    ):
+        assert set(sample) == _contract_rows(section), section
+
+
+def test_a_field_as_declared_is_in_the_schema_the_export_and_the_view() -> None:
+    """model.locks.AS_DECLARED: the one mark that makes a lock's text field read, exported and
+    given to the templates; the schema and the contract page must say it too."""
+    from lockdocs.export import lock_json
+    from lockdocs.render.view.locks import LockView
+
+    declared = m.as_declared(m.Lock)
+    assert {"title", "serializes", "notes"} <= set(declared)
+    props = locks_schema()["properties"]["locks"]["additionalProperties"]["properties"]
+    lock = m.Lock("a", "A", "row", "transaction", m.Location("locks.yaml", 1, 1))
+    for name in declared:
+        assert props[name]["type"] == "string", name
+        assert name in lock_json(lock) and name in _contract_rows("Locks"), name
+    assert "declared" in {f.name for f in dataclasses.fields(LockView)}

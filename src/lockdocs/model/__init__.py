@@ -24,6 +24,7 @@ from lockdocs.model.locks import (
     Reference,
     Taker,
     TransactionKind,
+    as_declared,
 )
 from lockdocs.model.paths import (
     NEVER_WAITS,
@@ -77,6 +78,7 @@ __all__ = [
     "TransactionKind",
     "Waiver",
     "Write",
+    "as_declared",
     "walk_steps",
 ]
 

@@ -120,6 +120,9 @@ class LockView:
     several: OrderedLockView
     serializes: str | None
     notes: str | None
+    # Every text field of the lock as declared, by name (model.locks.AS_DECLARED): a new one
+    # reaches the templates as lock.declared.<name> without a field here.
+    declared: dict[str, str | None]
     issues: tuple[IssueRef, ...]
     taken_in: tuple[Link, ...]
     first_of: tuple[Link, ...]  # transaction kinds that take it first
@@ -278,6 +281,7 @@ def lock_view(
         ),
         serializes=lock.serializes,
         notes=lock.notes,
+        declared={name: getattr(lock, name) for name in m.as_declared(m.Lock)},
         issues=ctx.issues(
             [*lock.issues, *(p.issue for p in model.planned if lock.id in p.affects)]
         ),
