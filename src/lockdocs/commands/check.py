@@ -8,18 +8,16 @@ from dataclasses import replace
 from pathlib import Path
 
 from lockdocs.api import check as run_check
-from lockdocs.api import load
-from lockdocs.commands import Format
-from lockdocs.commands.common import NoRoot, emit, resolve_root, summary
+from lockdocs.commands.common import NoRoot, emit, load_project, resolve_root, summary
 from lockdocs.diagnostics import Diagnostic, printable
+from lockdocs.report import FORMATS
 
 
-def validate(root: Path | None, fmt: Format) -> int:
-    try:
-        base = resolve_root(root)
-    except NoRoot:
+def validate(root: Path | None, fmt: str) -> int:
+    loaded = load_project(root)
+    if loaded is None:
         return 2
-    model, diags = load(base)
+    base, model, diags = loaded
     if model is None:
         emit(diags, fmt, "the declarations are not valid", base)
         return 2
@@ -27,7 +25,7 @@ def validate(root: Path | None, fmt: Format) -> int:
         diags,
         fmt,
         f"ok: {len(model.locks)} locks, {len(model.paths)} paths in {len(model.files)} files"
-        if fmt is Format.text
+        if FORMATS[fmt].terminal
         else "ok",
         base,
         model.rules_url,
@@ -36,7 +34,7 @@ def validate(root: Path | None, fmt: Format) -> int:
 
 
 def check(
-    root: Path | None, fmt: Format, drift: bool, *, show_diff: bool = False, svg: bool = True
+    root: Path | None, fmt: str, drift: bool, *, show_diff: bool = False, svg: bool = True
 ) -> int:
     """`lockdocs check`: findings and drift (one finding per generated file that differs).
 
@@ -51,14 +49,14 @@ def check(
     diags = result.diagnostics
     if result.drift:
         if show_diff:
-            out = sys.stdout if fmt is Format.text else sys.stderr
+            out = sys.stdout if FORMATS[fmt].terminal else sys.stderr
             out.write("".join(_shown_diff(_diff_of(d)) for d in result.drift))
         else:
             diags = [_without_diff(d) for d in diags]
     text = "the declarations are not valid" if result.bad_input else summary(diags)
     rules_url = result.model.rules_url if result.model is not None else None
     extra = {"coverage": result.coverage.to_json()} if result.coverage is not None else None
-    emit(diags, fmt, text if fmt in (Format.text, Format.json) else "", base, rules_url, extra)
+    emit(diags, fmt, text if FORMATS[fmt].summary else "", base, rules_url, extra)
     return result.exit_code
 
 

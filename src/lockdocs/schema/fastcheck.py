@@ -100,8 +100,9 @@ class Validator:
             return pattern is None or _pattern(pattern).search(inst) is not None
         if isinstance(inst, bool):
             return True
-        if isinstance(inst, int):
-            return "minimum" not in schema or inst >= schema["minimum"]
+        if isinstance(inst, int | float):
+            low, high = schema.get("minimum"), schema.get("maximum")
+            return (low is None or inst >= low) and (high is None or inst <= high)
         if isinstance(inst, list):
             if len(inst) < schema.get("minItems", 0):
                 return False
@@ -150,9 +151,6 @@ class Validator:
 
     def iter_errors(self, instance: Any) -> Iterator[SchemaError]:
         yield from self._check(instance, self.root, (), ())
-
-    def is_valid(self, instance: Any, schema: dict[str, Any]) -> bool:
-        return next(self._check(instance, schema, (), ()), None) is None
 
     def _check(
         self,
@@ -217,9 +215,11 @@ class Validator:
                 yield err("minLength", schema["minLength"])
             if "pattern" in schema and not _pattern(schema["pattern"]).search(inst):
                 yield err("pattern", schema["pattern"])
-        elif isinstance(inst, int) and not isinstance(inst, bool):
+        elif isinstance(inst, int | float) and not isinstance(inst, bool):
             if "minimum" in schema and inst < schema["minimum"]:
                 yield err("minimum", schema["minimum"])
+            if "maximum" in schema and inst > schema["maximum"]:
+                yield err("maximum", schema["maximum"])
         elif isinstance(inst, list):
             if "minItems" in schema and len(inst) < schema["minItems"]:
                 yield err("minItems", schema["minItems"])

@@ -13,11 +13,13 @@ from lockdocs import model as m
 from lockdocs.analysis.budget import Budget
 from lockdocs.analysis.events import Event, Refusal
 from lockdocs.analysis.flatten import flatten_all
-from lockdocs.diagnostics import Diagnostic, Severity
+from lockdocs.diagnostics import Diagnostic
 from lockdocs.render.edges import EdgeSet, PairEdge, page_path_order
 from lockdocs.render.escape import Link, slug
 from lockdocs.render.targets import RenderError
+from lockdocs.render.view.stepview import ends_open
 from lockdocs.render.words import bare, levels
+from lockdocs.rules.catalog import load_all
 from lockdocs.rules.waivers import waiver_label
 
 RESERVED_DIAGRAMS = frozenset({"lock-order"})
@@ -60,19 +62,6 @@ def group_slugs(model: m.Model) -> dict[str, str]:
         used.add(s)
         out[group_key(g)] = s
     return out
-
-
-def walk(steps: tuple[m.Step, ...]) -> Iterable[m.Step]:
-    """Every step, nested ones included, in document order (not into run: targets)."""
-    for s in steps:
-        yield s
-        if isinstance(s, m.Loop):
-            yield from walk(s.steps)
-        elif isinstance(s, m.Branches) and s.statement:
-            yield from s.statement  # a set take: each element once, not once per order
-        elif isinstance(s, m.Branches):
-            for _, alt in s.alternatives:
-                yield from walk(alt)
 
 
 @dataclass(frozen=True)
@@ -184,7 +173,7 @@ class Context:
             for pid, p in self.model.paths.items():
                 for lid in dict.fromkeys(
                     s.lock
-                    for s in walk(p.steps)
+                    for s in m.walk_steps(p.steps)
                     if isinstance(s, m.Take) and s.derived and self.happens(s)
                 ):
                     index.setdefault(lid, []).append(pid)
@@ -221,9 +210,8 @@ class Context:
                 f"and the paths it runs took the rest of the work budget of the page's walks "
                 f"({r.budget:,} units, limits.analysis_work)"
             )
-        return Diagnostic(
-            "LD209",
-            Severity.ERROR,
+        finding = load_all()["LD209"].finder()
+        return finding(
             f"path '{r.path}' {why}; the page was not rendered",
             r.location,
             "the page walks each path with every path it runs, so a long chain of run: steps "
@@ -329,7 +317,7 @@ class Context:
         """Which paths run each path (for 'Runs only inside')."""
         out: dict[str, set[str]] = {}
         for pid, p in self.model.paths.items():
-            for step in walk(p.steps):
+            for step in m.walk_steps(p.steps):
                 if isinstance(step, m.Run):
                     out.setdefault(step.path, set()).add(pid)
         return out
@@ -338,7 +326,7 @@ class Context:
 def opens_own(model: m.Model, path_id: str) -> bool:
     """Whether a path's steps open transactions (so no caller can lend it one)."""
     p = model.paths.get(path_id)
-    return p is not None and any(isinstance(s, m.Begin) for s in walk(p.steps))
+    return p is not None and any(isinstance(s, m.Begin) for s in m.walk_steps(p.steps))
 
 
 def _sites(
@@ -350,18 +338,11 @@ def _sites(
 ) -> bool:
     """Record where `caller` runs other paths and whether a transaction is open there;
     returns whether one is open after the steps (structurally; branches: any)."""
-    for s in steps:
-        if isinstance(s, m.Begin):
-            open_tx = True
-        elif isinstance(s, m.End):
-            open_tx = s.how == "leave_open"
-        elif isinstance(s, m.Loop):
-            open_tx = _sites(model, caller, s.steps, open_tx, out)
-        elif isinstance(s, m.Branches):
-            after = [_sites(model, caller, alt, open_tx, out) for _, alt in s.alternatives]
-            open_tx = any(after) if after else open_tx
-        elif isinstance(s, m.Run):
-            out.setdefault(s.path, []).append((caller, open_tx))
-            if opens_own(model, s.path):
-                open_tx = _sites(model, s.path, model.paths[s.path].steps, open_tx, {})
-    return open_tx
+
+    def at_run(s: m.Run, open_tx: bool) -> bool:
+        out.setdefault(s.path, []).append((caller, open_tx))
+        if opens_own(model, s.path):
+            return _sites(model, s.path, model.paths[s.path].steps, open_tx, {})
+        return open_tx
+
+    return ends_open(steps, open_tx, at_run)
