@@ -158,7 +158,9 @@ def fingerprint(text: str) -> str:
 
 
 def _tokens(text: str) -> list[tuple[str, int, int]]:
-    return [(t.name, t.start, t.end + 1) for t in _parser.scan(text)]
+    # by index, not by name: a Token is a namedtuple (start, end, name, kind), and a log's
+    # new texts are each scanned
+    return [(t[2], t[0], t[1] + 1) for t in _parser.scan(text)]
 
 
 def tokens(text: str) -> list[tuple[str, int, int]]:

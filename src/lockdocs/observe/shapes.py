@@ -52,6 +52,7 @@ class Step:
     # per table it updates: the foreign-key re-checks it takes if its transaction wrote the
     # table before (Locker.rechecks)
     rechecks: tuple[tuple[str, tuple[Took, ...]], ...] = ()
+    keys_first: bool = True  # the advisory calls come before its other locks in the text
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,13 +149,23 @@ class Shapes:
         the same in every execution of the text (a fixed rendezvous key, a literal id)."""
         if not any(step.needs and not step.params for step in plan.steps):
             return plan
+        # the constructors, not dataclasses.replace: this runs once a new text, and a log's
+        # simple queries are new texts
         steps = tuple(
-            replace(step, took=self.took(step, (), plan.literals), needs=(), keyed=())
+            Step(
+                step.control,
+                step.savepoint,
+                step.chain,
+                self.took(step, (), plan.literals),
+                statement=step.statement,
+                writes=step.writes,
+                rechecks=step.rechecks,
+            )
             if step.needs and not step.params
             else step
             for step in plan.steps
         )
-        return replace(plan, steps=steps)
+        return Plan(steps, plan.tags, plan.name, plan.error, plan.shape, plan.literals)
 
     def _step(self, s: Statement) -> Step:
         if s.control is not None:
@@ -175,7 +186,7 @@ class Shapes:
                 again = self.locker.rechecks(spec.table or "", spec.columns)
                 if again:
                     rechecks.append((spec.table or "", again))
-        return Step(
+        step = Step(
             took=tuple(took),
             needs=tuple(needs),
             params=any(reads_parameters(s.locks[i]) for i in needs),
@@ -183,6 +194,7 @@ class Shapes:
             writes=tuple(dict.fromkeys(spec.table or "" for spec in written)),
             rechecks=tuple(rechecks),
         )
+        return replace(step, keys_first=_keys_first(step)) if needs else step
 
     def took(
         self, step: Step, params: Sequence[str | None], literals: Sequence[object] = ()
@@ -190,14 +202,20 @@ class Shapes:
         """What a step takes in one execution: its fixed locks and its keys computed from
         this execution's literals and parameters, in the statement's order."""
         fixed = step.took
-        if params and any(p is not None and p[:1] == "{" and "," in p for p in params):
-            # an array of keys: the statement may lock several rows (= ANY($1))
-            fixed = tuple(replace(t, many=True) if t.seen.kind == "row" else t for t in fixed)
+        if fixed and params:
+            for p in params:
+                if p is not None and p[:1] == "{" and "," in p:
+                    # an array of keys: the statement may lock several rows (= ANY($1))
+                    fixed = tuple(
+                        replace(t, many=True) if t.seen.kind == "row" else t for t in fixed
+                    )
+                    break
         if not step.needs or step.statement is None:
             return fixed
         specs = step.keyed or tuple(step.statement.locks[i] for i in step.needs)
-        keyed = [t for spec in specs for t in self.locker.took(spec, params, literals)]
-        return tuple(keyed) + fixed if _keys_first(step) else fixed + tuple(keyed)
+        took = self.locker.took
+        keyed = tuple(t for spec in specs for t in took(spec, params, literals))
+        return keyed + fixed if step.keys_first else fixed + keyed
 
 
 def _tokens(text: str) -> list[tuple[str, int, int]] | None:
@@ -249,8 +267,18 @@ def _comments(
             if len(words) >= 2 and words[0] == "name:":
                 name = words[1]
         elif kind == "C_COMMENT":
-            tags.extend(sqlcommenter(text[start + 2 : end - 2]))
+            inner = text[start + 2 : end - 2]
+            found = _TAGS.get(inner)
+            if found is None:
+                if len(_TAGS) >= MAX_TEXTS:
+                    _TAGS.clear()
+                found = _TAGS[inner] = tuple(sqlcommenter(inner))
+            tags.extend(found)
     return tuple(tags), name
+
+
+# A comment's tags, by its text: an application writes a few tags on many statements.
+_TAGS: dict[str, tuple[tuple[str, str], ...]] = {}
 
 
 def sqlcommenter(inner: str) -> list[tuple[str, str]]:
