@@ -157,6 +157,12 @@ def fingerprint(text: str) -> str:
     return _guarded(_parser.fingerprint, text)
 
 
+def normalize(text: str) -> str:
+    """pg_query's normalized text: every constant made a parameter ($1, $2, ... after the
+    highest the text has), all else (names, aliases, comments, layout) as written."""
+    return _guarded(_parser.normalize, text)
+
+
 def _tokens(text: str) -> list[tuple[str, int, int]]:
     # by index, not by name: a Token is a namedtuple (start, end, name, kind), and a log's
     # new texts are each scanned
