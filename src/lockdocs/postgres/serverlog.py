@@ -225,6 +225,18 @@ class _Lines:
     def __iter__(self) -> Iterator[tuple[int, str]]:
         ahead, self.ahead = self.ahead, []
         yield from ahead
+        for text in self._rest():
+            yield self.n, text
+
+    def texts(self) -> Iterator[str]:
+        """The lines' texts alone, numbered 1, 2, ... by the reader (the stderr format's loop:
+        no tuple a line)."""
+        ahead, self.ahead = self.ahead, []
+        for _, text in ahead:
+            yield text
+        yield from self._rest()
+
+    def _rest(self) -> Iterator[str]:
         # The hot loop of a big log: one C readline and one decode a line.
         readline = self.stream.readline
         n = self.n
@@ -239,32 +251,8 @@ class _Lines:
                     raw = raw[:-2] if raw[-2:-1] == b"\r" else raw[:-1]
                 elif len(raw) >= MAX_ENTRY:
                     self._skip_rest(n)
-                yield n, raw.decode("utf-8", "replace")
-        except (OSError, EOFError, zlib.error) as exc:
-            self.reader.problem(self.name, n + 1, f"the file cannot be read past here: {exc}")
-
-    def texts(self) -> Iterator[str]:
-        """The lines' texts alone, numbered 1, 2, ... by the reader (the stderr format's loop:
-        no tuple a line)."""
-        ahead, self.ahead = self.ahead, []
-        for _, text in ahead:
-            yield text
-        readline = self.stream.readline
-        n = self.n
-        try:
-            while True:
-                raw = readline(MAX_ENTRY)
-                if not raw:
-                    self.n = n
-                    return
-                n += 1
-                if raw[-1:] == b"\n":
-                    raw = raw[:-2] if raw[-2:-1] == b"\r" else raw[:-1]
-                elif len(raw) >= MAX_ENTRY:
-                    self._skip_rest(n)
                 yield raw.decode("utf-8", "replace")
         except (OSError, EOFError, zlib.error) as exc:
-            self.n = n
             self.reader.problem(self.name, n + 1, f"the file cannot be read past here: {exc}")
 
     def _skip_rest(self, n: int) -> None:
