@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from lockdocs import colour
 from lockdocs.commands import Format
-from lockdocs.project.files import RootNotFound, find_root, working_folder
+from lockdocs.project.root import RootNotFound, find_root, working_folder
 from lockdocs.report import HERE, REPORTERS, json_report
 from lockdocs.report.where import for_project
 

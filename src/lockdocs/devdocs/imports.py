@@ -51,11 +51,12 @@ LAYERS: tuple[tuple[str, tuple[str, ...], str], ...] = (
             "lockdocs.observe",
             "lockdocs.export",
             "lockdocs.site",
+            "lockdocs.checkcache",
         ),
         "The pipeline's stages that the api calls: resolving the documents into the model (it "
         "knows the rule codes an exception may name), the settings, the page and its diagrams, "
         "the reporters, the SQL scan, the proof on PostgreSQL, the reading of a running "
-        "application's server log and the JSON export.",
+        "application's server log, the JSON export and the check's result cache.",
     ),
     (
         "rules",
@@ -148,10 +149,27 @@ LAZY: tuple[tuple[str, str, str], ...] = (
         "The SQL scanner and pglast: only when locks.yaml sets `code:`.",
     ),
     (
+        "lockdocs.commands.check",
+        "lockdocs.api",
+        "The pipeline (YAML, the schema, the model, the analysis): only a check that the result "
+        "cache and the manifest cannot answer, and validate.",
+    ),
+    (
+        "lockdocs.commands.check",
+        "lockdocs.render",
+        "The manifest's check of the committed docs (no renderer, no YAML): only a check with "
+        "drift that the result cache answers.",
+    ),
+    (
+        "lockdocs.render.targets",
+        "lockdocs.load",
+        "The YAML reader: only to point at a bad page.output in locks.yaml.",
+    ),
+    (
         "lockdocs.render.drift",
         "lockdocs.render.pages",
-        "The renderer and jinja2: only when the clean-check cache cannot vouch for the "
-        "committed docs.",
+        "The renderer and jinja2: only when the manifest's seal cannot vouch for the committed "
+        "docs (an input changed, another lockdocs built them, or a file differs).",
     ),
     (
         "lockdocs.scan.collect",

@@ -21,16 +21,12 @@ import time
 from pathlib import Path
 
 from lockdocs.render.journal import JOURNAL, discard, interrupted, recover
+from lockdocs.render.manifest import DOCS, MANIFEST, inside_docs, manifest_text, sha
 from lockdocs.render.targets import (
-    DOCS,
-    MANIFEST,
     BuildRefused,
     confined,
-    inside_docs,
     manifest_hashes,
-    manifest_text,
     read_or_none,
-    sha,
     written_by_lockdocs,
 )
 
@@ -222,10 +218,13 @@ class BuildLock:
         self.fd = None
 
 
-def write_files(root: Path, files: dict[str, str]) -> tuple[list[str], list[str], list[str]]:
-    """Write `files` (and the manifest) all or nothing; remove what the last build wrote and
-    this one does not, when it is still the file lockdocs wrote. Returns (written, removed,
-    kept) paths: kept, the stale ones the manifest names that a person wrote or changed."""
+def write_files(
+    root: Path, files: dict[str, str], inputs: str = ""
+) -> tuple[list[str], list[str], list[str]]:
+    """Write `files` (and the manifest, sealed with `inputs`: `manifest.inputs_digest`) all
+    or nothing; remove what the last build wrote and this one does not, when it is still the
+    file lockdocs wrote. Returns (written, removed, kept) paths: kept, the stale ones the
+    manifest names that a person wrote or changed."""
     for rel in files:
         if not inside_docs(rel):  # pragma: no cover - render_outputs never makes one
             raise ValueError(f"refusing to write {rel} outside {DOCS}/")
@@ -241,7 +240,7 @@ def write_files(root: Path, files: dict[str, str]) -> tuple[list[str], list[str]
             )
     previous = manifest_hashes(root)
     wanted = dict(files)
-    manifest = manifest_text(list(files), files)
+    manifest = manifest_text(list(files), files, inputs)
     changed = [rel for rel, text in wanted.items() if read_or_none(root / rel) != text]
     if read_or_none(root / MANIFEST) != manifest:
         changed.append(MANIFEST)

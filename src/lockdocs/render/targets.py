@@ -12,20 +12,21 @@ import errno
 import hashlib
 import os
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
-from lockdocs import model as m
 from lockdocs.confine import inside
 from lockdocs.diagnostics import Diagnostic, Location, Severity
-from lockdocs.load import read_file
-
-DOCS = "docs"
-MANIFEST = f"{DOCS}/.lockdocs-manifest"
-# lockdocs' own files in docs/ start with this; no generated file may (a page named
-# .lockdocs-journal.md would put its diagrams' folder where the journal goes).
-OWN_PREFIX = ".lockdocs-"
-_MANIFEST_HEAD = (
-    "# Files written by `lockdocs build`; the next build removes any it no longer writes.\n"
+from lockdocs.render.manifest import (
+    DOCS,
+    MANIFEST,
+    MANIFEST_HEAD,
+    OWN_PREFIX,
+    inside_docs,
+    sha,
 )
+
+if TYPE_CHECKING:
+    from lockdocs import model as m
 
 
 class RenderError(Exception):
@@ -62,6 +63,9 @@ def output_diagnostics(model: m.Model) -> list[Diagnostic]:
     if problem is None:
         return []
     loc = Location("locks.yaml", 0, 0)
+    # The lazy boundary of the YAML reader: only a bad page.output is located in locks.yaml.
+    from lockdocs.load import read_file
+
     doc, _ = read_file(Path(model.root) / "locks.yaml", "locks.yaml")
     if doc is not None:
         loc = doc.loc(("page", "output"))
@@ -81,18 +85,6 @@ def page_location(model: m.Model) -> tuple[str, str]:
     """(the page, the folder of its diagrams), as posix paths relative to the project root."""
     page = PurePosixPath(DOCS) / model.page.output
     return page.as_posix(), page.with_suffix("").as_posix()
-
-
-def inside_docs(rel: str) -> bool:
-    """Whether a manifest entry may be written or removed (never outside docs/)."""
-    parts = PurePosixPath(rel).parts
-    return (
-        len(parts) >= 2
-        and parts[0] == DOCS
-        and not PurePosixPath(rel).is_absolute()
-        and all(p not in ("", ".", "..") for p in parts)
-        and "\\" not in rel
-    )
 
 
 def confined(root: Path, rel: str) -> bool:
@@ -162,30 +154,6 @@ def os_refusal(exc: OSError, root: Path, doing: str) -> BuildRefused:
     return BuildRefused(message, _OS_HINTS.get(exc.errno or 0, "check the docs folder"))
 
 
-def svg_path(dot_path: str) -> str:
-    """The SVG drawn from a DOT file sits next to it."""
-    return dot_path[: -len(".dot")] + ".svg"
-
-
-def manifest_text(paths: list[str], contents: dict[str, str] | None = None) -> str:
-    """The manifest: a comment, then one generated path per line, sorted; a page or DOT file
-    with the sha256 of what was written (an SVG is told by its DOT stamp instead: its bytes
-    differ with the Graphviz version and fonts, and the manifest must not)."""
-    contents = contents or {}
-
-    def line(p: str) -> str:
-        text = contents.get(p)
-        if text is not None and p.endswith((".md", ".dot")):
-            return f"{p} {sha(text)}\n"
-        return p + "\n"
-
-    return _MANIFEST_HEAD + "".join(line(p) for p in sorted(paths))
-
-
-def sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 def hashes(files: dict[str, str]) -> dict[str, str]:
     return {rel: sha(text) for rel, text in files.items()}
 
@@ -230,7 +198,7 @@ def generated(rel: str, data: bytes) -> bool:
     by lockdocs" line, a DOT file with its title comment, an SVG with its DOT stamp. A page a
     person wrote has none of them."""
     if rel == MANIFEST:
-        return data.startswith(_MANIFEST_HEAD.encode("utf-8"))
+        return data.startswith(MANIFEST_HEAD.encode("utf-8"))
     if rel.endswith(".md"):
         return _PAGE_MARK in data[:65536]
     if rel.endswith(".dot"):

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from lockdocs import inputs
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Location, Severity, sort_diagnostics
 from lockdocs.project.globs import walk
@@ -134,6 +135,7 @@ def glob_files(
     unread: dict[str, str] = {}
     base = root.resolve()
     for g in globs:
+        inputs.record_glob(root, g.pattern)
         hits = 0
         files, folders = walk(base, g.pattern)  # one walk, whatever the pattern (globs.py)
         for folder, why in folders:
@@ -260,9 +262,11 @@ def scan_files(
     for rel, path in files:
         data, early = read_file(rel, path)
         if early is not None:
+            inputs.uncacheable(root, f"code:{rel}")  # its stat, not its bytes, decided
             fs = early
         else:
             assert data is not None
+            inputs.record(root, f"code:{rel}", data)
             kind = file_kind(rel) or "sql"
             key = content_key(f"{kind}:{placeholders}" if kind == "sql" else kind, data)
             hit = _cached(cache.get(key))
