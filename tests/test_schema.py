@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ import jsonschema
 
 from conftest import REPO, run_cli
 from lockdocs import model as m
+from lockdocs import records
 from lockdocs.schema.definition import locks_schema, paths_schema, shipped_files
 
 SCHEMA_DIR = REPO / "src" / "lockdocs" / "schema"
@@ -61,7 +61,7 @@ def test_cli_prints_the_schema() -> None:
 
 
 def _fields(cls: type) -> set[str]:
-    return {f.name for f in dataclasses.fields(cls)}
+    return {f.name for f in records.fields(cls)}
 
 
 # Schema names that the model stores under another name, or derives.

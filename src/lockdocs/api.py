@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -11,6 +10,7 @@ from lockdocs import checkcache, colour
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Severity, sort_diagnostics
 from lockdocs.project.build import build_model
+from lockdocs.records import field, record
 from lockdocs.report import REPORTERS
 
 if TYPE_CHECKING:
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from lockdocs.scan.decls import Coverage
 
 
-@dataclass
+@record(frozen=False)
 class CheckResult:
     diagnostics: list[Diagnostic]
     model: m.Model | None

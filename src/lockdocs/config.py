@@ -5,7 +5,6 @@ from __future__ import annotations
 import difflib
 import re
 import tomllib
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ from lockdocs import inputs
 from lockdocs.confine import inside
 from lockdocs.diagnostics import Diagnostic, Location, Severity
 from lockdocs.load import MAX_FILE_BYTES, TooLarge, read_capped, read_file
+from lockdocs.records import replace
 
 # Every key [tool.lockdocs] may hold, with what it sets (the LD021 hint lists them).
 SETTINGS = {

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import enum
 import re
-from dataclasses import dataclass, field
 from typing import Any, NamedTuple
+
+from lockdocs.records import field, record
 
 
 class Severity(enum.Enum):
@@ -22,7 +23,7 @@ class Severity(enum.Enum):
         return {"error": 0, "warning": 1, "info": 2}[self.value]
 
 
-@dataclass(frozen=True, order=True)
+@record(order=True)
 class Location:
     """A place in a declaration file; line and column are 1-based."""
 
@@ -43,7 +44,7 @@ class Related(NamedTuple):
     message: str
 
 
-@dataclass(frozen=True)
+@record
 class Diagnostic:
     code: str
     severity: Severity

@@ -10,13 +10,13 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from lockdocs.diagnostics import Diagnostic, Location, Severity
+from lockdocs.records import field, record
 
 try:  # libyaml is about five times faster; fall back quietly when it is missing.
     _Base: Any = yaml.CSafeLoader
@@ -88,7 +88,7 @@ _STR = "tag:yaml.org,2002:str"
 _MERGE = "tag:yaml.org,2002:merge"
 
 
-@dataclass
+@record(frozen=False)
 class Document:
     """One loaded file: its data and where each value and key stands."""
 

@@ -9,7 +9,6 @@ check's findings and loads none of the pipeline (no YAML, no analysis, no scan, 
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ from lockdocs import checkcache
 from lockdocs.commands import Format
 from lockdocs.commands.common import NoRoot, emit, resolve_root, summary
 from lockdocs.diagnostics import Diagnostic, printable, sort_diagnostics
+from lockdocs.records import replace
 
 
 def validate(root: Path | None, fmt: Format) -> int:

@@ -72,7 +72,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     (
         "model",
         ("lockdocs.model", "lockdocs.keys", "lockdocs.modes"),
-        "The resolved declarations as frozen dataclasses, and the facts about them every layer "
+        "The resolved declarations as frozen records, and the facts about them every layer "
         "above shares: advisory key arithmetic and Postgres's lock-mode conflict tables.",
     ),
     (
@@ -91,10 +91,11 @@ LAYERS: tuple[tuple[str, tuple[str, ...], str], ...] = (
             "lockdocs.pgparse",
             "lockdocs.colour",
             "lockdocs.progress",
+            "lockdocs.records",
         ),
         "Leaves that import nothing of the package: a finding as data, the words messages are "
         "made of, Postgres's hash functions and its parser made safe on any text, terminal colour "
-        "and progress, the version.",
+        "and progress, records (dataclasses without generated code), the version.",
     ),
 )
 

@@ -12,8 +12,6 @@ and the renderers only read it, as `m.X` from this package:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from lockdocs.diagnostics import Location
 from lockdocs.model.locks import (
     Backend,
@@ -41,6 +39,7 @@ from lockdocs.model.paths import (
     Take,
     Write,
 )
+from lockdocs.records import field, record
 
 __all__ = [
     "NEVER_WAITS",
@@ -79,7 +78,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@record
 class Example:
     """A piece of code a rule shows: the pattern to follow, or a do and a don't."""
 
@@ -88,7 +87,7 @@ class Example:
     language: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Rule:
     id: str
     title: str
@@ -103,7 +102,7 @@ class Rule:
         return dict(self.params).get(name)
 
 
-@dataclass(frozen=True)
+@record
 class Waiver:
     """An exception in the declarations (named Waiver to keep clear of Python's Exception)."""
 
@@ -119,7 +118,7 @@ class Waiver:
     taker: str | None = None  # LD7xx: the taker or statement of the scanned code
 
 
-@dataclass(frozen=True)
+@record
 class Difference:
     title: str
     why: str
@@ -128,7 +127,7 @@ class Difference:
     locks: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class PlannedTake:
     """A take planned work adds: `path` will take `lock` (in `mode`, while holding
     `holding`)."""
@@ -139,7 +138,7 @@ class PlannedTake:
     holding: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Planned:
     issue: int
     title: str
@@ -148,7 +147,7 @@ class Planned:
     location: Location | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Page:
     title: str
     audience: str | None = None
@@ -159,7 +158,7 @@ class Page:
     order_intro: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class CodeGlob:
     """One `code:` pattern: where the project's SQL lives, relative to locks.yaml."""
 
@@ -167,7 +166,7 @@ class CodeGlob:
     location: Location
 
 
-@dataclass(frozen=True)
+@record
 class Observe:
     """locks.yaml `observe:`: how `lockdocs observe` names a logged transaction's path."""
 
@@ -175,7 +174,7 @@ class Observe:
     applications: tuple[tuple[str, str], ...] = ()  # (application_name, path)
 
 
-@dataclass(frozen=True)
+@record
 class Limits:
     """Bounds on the analysis's work (locks.yaml `limits:`)."""
 
@@ -187,7 +186,7 @@ class Limits:
     analysis_seconds: int = 120
 
 
-@dataclass(frozen=True)
+@record
 class Model:
     root: str
     page: Page

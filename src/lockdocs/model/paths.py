@@ -4,16 +4,15 @@ writes, transaction ends, releases), the `Step` union of them, paths and their g
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from lockdocs.diagnostics import Location
+from lockdocs.records import record
 
 # How a take can avoid waiting: NOWAIT fails at once (55P03), SKIP LOCKED skips the row, and a
 # try (pg_try_advisory_*, an error the code handles, an in-process check) returns "not free".
 NEVER_WAITS = ("nowait", "skip locked", "try")
 
 
-@dataclass(frozen=True)
+@record
 class Take:
     lock: str
     mode: str
@@ -60,7 +59,7 @@ class Take:
         return self.option or ("try" if self.attempt is not None else None)
 
 
-@dataclass(frozen=True)
+@record
 class Loop:
     label: str
     location: Location
@@ -70,7 +69,7 @@ class Loop:
     backend: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Branches:
     alternatives: tuple[tuple[str, tuple[Step, ...]], ...]
     location: Location
@@ -82,7 +81,7 @@ class Branches:
     statement: tuple[Take, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class Run:
     path: str
     location: Location
@@ -90,7 +89,7 @@ class Run:
     backend: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Call:
     name: str
     location: Location
@@ -98,7 +97,7 @@ class Call:
     backend: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class External:
     name: str
     location: Location
@@ -106,7 +105,7 @@ class External:
     backend: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Write:
     what: str
     location: Location
@@ -123,7 +122,7 @@ class Write:
     rewrites: bool | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Begin:
     transaction: str
     location: Location
@@ -131,7 +130,7 @@ class Begin:
     backend: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class End:
     """commit, rollback or leave_open."""
 
@@ -142,7 +141,7 @@ class End:
     connection: str | None = None  # the other connection whose transaction ends (Take.connection)
 
 
-@dataclass(frozen=True)
+@record
 class Release:
     lock: str
     location: Location
@@ -154,7 +153,7 @@ class Release:
 Step = Take | Loop | Branches | Run | Call | External | Write | Begin | End | Release
 
 
-@dataclass(frozen=True)
+@record
 class Path:
     id: str
     title: str
@@ -170,7 +169,7 @@ class Path:
     issues: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class Group:
     title: str
     file: str

@@ -4,7 +4,6 @@ cycles per backend, each computed once; and the helpers that word a finding abou
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from lockdocs.analysis.cycles import Cycle, Unfinished, find_cycles
@@ -12,9 +11,10 @@ from lockdocs.analysis.events import Event, Held
 from lockdocs.analysis.facts import Facts
 from lockdocs.analysis.graph import LockGraph, build_graph
 from lockdocs.diagnostics import Diagnostic, Location, Severity
+from lockdocs.records import field, record
 
 
-@dataclass
+@record(frozen=False)
 class Context(Facts):
     """The facts every check reads, plus the graph and the cycles of each backend, built once
     per run and shared by the checks that need them."""

@@ -10,10 +10,10 @@ this module imports none of them.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from lockdocs.diagnostics import Diagnostic, Severity
+from lockdocs.records import field, record
 
 if TYPE_CHECKING:
     from lockdocs.rules.context import Context
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 Check = Callable[["Context"], Iterable[Diagnostic]]
 
 
-@dataclass(frozen=True)
+@record
 class RuleInfo:
     code: str
     name: str

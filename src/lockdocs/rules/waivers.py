@@ -4,10 +4,10 @@ exception that matches nothing is stale and is itself a finding, like an unused 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace
 
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Severity
+from lockdocs.records import replace
 from lockdocs.rules.context import Context
 from lockdocs.rules.registry import rule
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
+
+from lockdocs.records import field, record
 
 _TYPES: dict[str, Any] = {
     "object": dict,
@@ -23,7 +24,7 @@ _TYPES: dict[str, Any] = {
 }
 
 
-@dataclass
+@record(frozen=False)
 class SchemaError:
     validator: str
     validator_value: Any
