@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import lockdocs.render.build as build_mod
-import lockdocs.render.drift as drift_mod
+import lockdocs.render.current as current_mod
 import lockdocs.render.pages as pages_mod
 from conftest import REPO, run_cli
 from lockdocs.api import build as api_build
@@ -54,7 +54,7 @@ def test_an_edit_during_a_run_is_not_recorded_as_clean(
     cache = tmp_path / "cache"
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
     monkeypatch.delenv("LOCKDOCS_CACHE", raising=False)
-    render, vouch = pages_mod.render_outputs, drift_mod.vouch
+    render, vouch = pages_mod.render_outputs, current_mod.vouch
 
     def render_then_edit(*args: object, **kwargs: object) -> dict[str, str]:
         files = render(*args, **kwargs)  # type: ignore[arg-type]
@@ -67,7 +67,7 @@ def test_an_edit_during_a_run_is_not_recorded_as_clean(
         return vouched
 
     monkeypatch.setattr(pages_mod, "render_outputs", render_then_edit)
-    monkeypatch.setattr(drift_mod, "vouch", vouch_then_edit)
+    monkeypatch.setattr(current_mod, "vouch", vouch_then_edit)
     if command == "check":
         from lockdocs.api import check
 
@@ -91,14 +91,14 @@ def test_an_edited_template_during_a_check_is_not_recorded_as_clean(
     (built / "templates" / "planned.md.j2").write_text("## Planned\n")
     assert run_cli("build", "--root", str(built), env={"LOCKDOCS_CACHE": "off"}).code == 0
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
-    real = drift_mod.vouch
+    real = current_mod.vouch
 
     def edit_after(*args: object, **kwargs: object) -> bool:
         out = real(*args, **kwargs)  # type: ignore[arg-type]
         (built / "templates" / "planned.md.j2").write_text("## Planned, edited\n")
         return out
 
-    monkeypatch.setattr(drift_mod, "vouch", edit_after)
+    monkeypatch.setattr(current_mod, "vouch", edit_after)
     from lockdocs.api import check
 
     assert check(built).exit_code == 0

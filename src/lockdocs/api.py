@@ -119,6 +119,11 @@ def check(root: Path, *, drift: bool = True, svg: bool = True) -> CheckResult:
         return CheckResult(found, model, bad_input=True)
     result = CheckResult(findings, model, coverage=coverage)
     if drift:
+        from lockdocs.render.current import docs_current
+
+        shown = None if coverage is None else coverage.to_json()
+        if not bad and docs_current(root, model.files, result.diagnostics, shown, svg=svg):
+            return result
         from lockdocs.config import apply_overrides, severity_overrides
         from lockdocs.render.drift import drift_diagnostics
         from lockdocs.render.targets import RenderError
@@ -127,7 +132,7 @@ def check(root: Path, *, drift: bool = True, svg: bool = True) -> CheckResult:
         if not bad:
             try:
                 found_drift = drift_diagnostics(
-                    model, result.diagnostics, svg=svg, coverage=coverage
+                    model, result.diagnostics, svg=svg, coverage=coverage, known=False
                 )
             except RenderError as exc:
                 bad = exc.diagnostics

@@ -95,14 +95,9 @@ def _recall(
             diags = sort_diagnostics(found.diagnostics + found.output_problems)
             return diags, True, found.rules_url, found.coverage
         # The lazy boundary of the manifest's check (not the renderer): validate needs none.
-        from lockdocs.render import manifest
-        from lockdocs.render.journal import interrupted
-        from lockdocs.render.targets import docs_problem
+        from lockdocs.render.current import docs_current
 
-        if docs_problem(base) is not None or interrupted(base):
-            return None
-        digest = manifest.run_inputs(base, found.files, found.diagnostics, found.coverage)
-        if not manifest.vouch(base, digest, svg=svg, local=checkcache.seals(base)):
+        if not docs_current(base, found.files, found.diagnostics, found.coverage, svg=svg):
             return None
     return found.diagnostics, False, found.rules_url, found.coverage
 

@@ -24,6 +24,7 @@ from lockdocs.render.journal import JOURNAL, discard, interrupted, recover
 from lockdocs.render.manifest import DOCS, MANIFEST, inside_docs, manifest_text, sha
 from lockdocs.render.targets import (
     BuildRefused,
+    Confinement,
     confined,
     manifest_hashes,
     read_or_none,
@@ -139,8 +140,9 @@ def remove_stale_temps(root: Path, names: list[str]) -> list[str]:
     (`.NAME.XXXXXXXX.tmp`, NAME one of `names`); only while holding the build lock, after
     recover() has used the journal's. Returns what was removed."""
     by_folder: dict[Path, set[str]] = {}
+    confined_here = Confinement(root)
     for rel in names:
-        if confined(root, rel):
+        if confined_here(rel):
             target = root / rel
             by_folder.setdefault(target.parent, set()).add(target.name)
     removed = []
@@ -228,8 +230,9 @@ def write_files(
     for rel in files:
         if not inside_docs(rel):  # pragma: no cover - render_outputs never makes one
             raise ValueError(f"refusing to write {rel} outside {DOCS}/")
+    confined_here = Confinement(root)
     for rel in [*files, MANIFEST, JOURNAL]:
-        if not confined(root, rel):
+        if not confined_here(rel):
             raise BuildRefused(
                 f"{rel} leads outside {DOCS}/ (a symlink on the way)",
                 f"remove the symlink or point it inside {DOCS}/: lockdocs writes only there",

@@ -300,6 +300,7 @@ def find_drift(
     *,
     svg: bool = True,
     coverage: Coverage | None = None,
+    ask_manifest: bool = True,
 ) -> list[DriftFile]:
     """What `lockdocs build` would change, one entry per file, sorted by path.
 
@@ -316,16 +317,17 @@ def find_drift(
     digest = run_inputs(
         root, model.files, diagnostics, None if coverage is None else coverage.to_json()
     )
-    if vouch(root, digest, svg=svg, local=checkcache.seals(root)):
+    if ask_manifest and vouch(root, digest, svg=svg, local=checkcache.seals(root)):
         return []
     # The lazy boundary of the renderer: only a check the manifest cannot vouch for renders.
     from lockdocs.render import pages
 
     files = pages.render_outputs(model, diagnostics, coverage)
+    confined = b.Confinement(root)
     found: dict[str, DriftFile] = {}
     expected = set(files)
     for rel, new in files.items():
-        if not b.confined(root, rel):  # never read through a symlink that leads out
+        if not confined(rel):  # never read through a symlink that leads out
             found[rel] = DriftFile(
                 rel,
                 "outside",
@@ -341,7 +343,7 @@ def find_drift(
         svg_rel = svg_path(rel)
         if not rel.endswith(".dot"):
             continue
-        on_disk = b.read_or_none(root / svg_rel) if b.confined(root, svg_rel) else None
+        on_disk = b.read_or_none(root / svg_rel) if confined(svg_rel) else None
         if svg or on_disk is not None:
             expected.add(svg_rel)
         if not svg:
@@ -374,6 +376,9 @@ def drift_diagnostics(
     *,
     svg: bool = True,
     coverage: Coverage | None = None,
+    known: bool = True,
 ) -> list[Diagnostic]:
-    found = find_drift(model, diagnostics, svg=svg, coverage=coverage)
+    """`find_drift` as findings; `known` False: the caller asked the manifest already
+    (`current.docs_current`), and it could not vouch."""
+    found = find_drift(model, diagnostics, svg=svg, coverage=coverage, ask_manifest=known)
     return [drift_diagnostic(d) for d in found]

@@ -19,8 +19,8 @@ from lockdocs.render.markdown import TemplateProblem, render_page
 from lockdocs.render.stamps import dot_hash, svg_stamp
 from lockdocs.render.svg import DOT_TIMEOUT, render_svgs
 from lockdocs.render.targets import (
+    Confinement,
     RenderError,
-    confined,
     output_diagnostics,
     page_location,
     read_or_none,
@@ -85,8 +85,9 @@ def draw_svgs(
     many to a `dot` process and one process per core (`svg.render_svgs`)."""
     out: dict[str, str] = {}
     todo: dict[str, str] = {}
+    confined = Confinement(root)
     for rel in (r for r in files if r.endswith(".dot")):
-        old = read_or_none(root / svg_path(rel)) if confined(root, svg_path(rel)) else None
+        old = read_or_none(root / svg_path(rel)) if confined(svg_path(rel)) else None
         if old is not None and svg_stamp(old) == dot_hash(files[rel]):
             out[svg_path(rel)] = old
         else:

@@ -111,6 +111,10 @@ class Context:
         self._pairs_of: dict[str, list[PairEdge]] | None = None
         self._derived: dict[str, list[str]] | None = None
         self._several: dict[str, tuple[str, ...]] | None = None
+        self._several_in: dict[str, set[str]] | None = None
+        self._self_edges: dict[str, PairEdge] | None = None
+        self._children: dict[str, list[str]] | None = None
+        self._waived: dict[str, list[tuple[tuple[str, ...], m.Waiver]]] | None = None
         self._sites: dict[str, tuple[tuple[str, bool], ...]] | None = None
         self._rechecks: set[tuple[str, str, int, int]] | None = None
 
@@ -130,6 +134,33 @@ class Context:
         if self._several is None:
             self._several = {e.src: e.paths for e in self.edges.pairs if e.src == e.dst}
         return self._several
+
+    def several_in(self, path_id: str) -> set[str]:
+        """The locks of which the path holds two or more instances at once (the inverse of
+        `several_paths`, indexed once)."""
+        if self._several_in is None:
+            index: dict[str, set[str]] = {}
+            for lock, paths in self.several_paths().items():
+                for pid in paths:
+                    index.setdefault(pid, set()).add(lock)
+            self._several_in = index
+        return set(self._several_in.get(path_id, ()))
+
+    def self_edge(self, lock_id: str) -> PairEdge | None:
+        """The graph's edge from the lock to itself (several instances held at once)."""
+        if self._self_edges is None:
+            self._self_edges = {e.src: e for e in self.edges.pairs if e.src == e.dst}
+        return self._self_edges.get(lock_id)
+
+    def children(self, lock_id: str) -> list[str]:
+        """The locks declared `within:` this one, in declaration order (indexed once)."""
+        if self._children is None:
+            index: dict[str, list[str]] = {}
+            for other in self.model.locks.values():
+                if other.within:
+                    index.setdefault(other.within, []).append(other.id)
+            self._children = index
+        return self._children.get(lock_id, [])
 
     def happens(self, step: m.Take) -> bool:
         """Whether a take happens on some walk: always, except a foreign-key re-check (see
@@ -201,14 +232,18 @@ class Context:
     def exceptions_for(self, lock_id: str | None, path_id: str) -> tuple[m.Waiver, ...]:
         """The exceptions that waive a finding about this lock (any, for None) in this path (a
         waiver may name no path and still cover the path's finding), or that name both."""
+        if self._waived is None:  # indexed once: a page of thousands of paths asks for each
+            index: dict[str, list[tuple[tuple[str, ...], m.Waiver]]] = {}
+            for d in self.diags:
+                waiver = self.waiver_of(d.waived_by) if d.waived_by else None
+                if waiver is not None:
+                    for pid in self.deviating(d):
+                        index.setdefault(pid, []).append((d.locks, waiver))
+            self._waived = index
         found: dict[int, m.Waiver] = {}
-        for d in self.diags:
-            if not d.waived_by or (lock_id is not None and lock_id not in d.locks):
-                continue
-            if path_id in self.deviating(d):
-                w = self.waiver_of(d.waived_by)
-                if w is not None:
-                    found[w.index] = w
+        for locks, w in self._waived.get(path_id, ()):
+            if lock_id is None or lock_id in locks:
+                found[w.index] = w
         for w in self.model.waivers:
             if w.path == path_id and (lock_id is None or w.lock == lock_id):
                 found[w.index] = w

@@ -236,9 +236,7 @@ def lock_view(
         cluster_wide=lock.cluster_wide,
         instance_order=order_words(lock.instance_order),
         within=ctx.lock_link(lock.within) if lock.within else None,
-        children=tuple(
-            ctx.lock_link(other.id) for other in ctx.model.locks.values() if other.within == lock.id
-        ),
+        children=tuple(ctx.lock_link(other) for other in ctx.children(lock.id)),
         backends=tuple(
             BackendView(
                 backend_name(b.name) or b.name,

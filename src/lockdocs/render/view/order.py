@@ -280,7 +280,8 @@ def order_view(ctx: Context, es: EdgeSet) -> OrderView:
 
 def ordered_lock(ctx: Context, lock_id: str) -> OrderedLockView:
     """How several instances of the lock are taken, for the lock tables."""
-    return _ordered(ctx, {(e.src, e.dst): e for e in ctx.edges.pairs}, lock_id)
+    self_edge = ctx.self_edge(lock_id)
+    return _ordered(ctx, {} if self_edge is None else {(lock_id, lock_id): self_edge}, lock_id)
 
 
 def _ordered(

@@ -61,7 +61,7 @@ class StepLines:
         self.opened: dict[str, int] = {}
         if p.transaction and not self.tx_offset:
             self.opened[p.transaction] = 1
-        self.several = {lock for lock, paths in ctx.several_paths().items() if p.id in paths}
+        self.several = ctx.several_in(p.id)
         # the parent locks a write's foreign-key check takes on some walk, by the write
         self.checked: dict[tuple[str, int, int], set[str]] = {}
         for s in walk(p.steps):
