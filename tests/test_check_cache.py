@@ -15,6 +15,7 @@ In process (`commands.check.check`, output captured): the subprocess adds nothin
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +25,7 @@ import pytest
 import lockdocs.api as api_mod
 import lockdocs.render.manifest as manifest_mod
 import lockdocs.render.pages as pages_mod
+from conftest import REPO
 from lockdocs import checkcache
 from lockdocs.api import build
 from lockdocs.commands import Format
@@ -279,3 +281,27 @@ def test_a_manifest_another_lockdocs_wrote_is_rendered_and_compared(
     rendered = runs.renders
     _check(root, capsys, monkeypatch)
     assert runs.renders == rendered, "rebuilt: this version's seal holds"
+
+
+def test_an_svg_read_as_bytes_says_what_its_text_says() -> None:
+    """The manifest's check reads each SVG's stamps from its bytes; whatever the bytes hold,
+    that is the stamp `svg_stamp` reads from the text."""
+    from lockdocs.render.stamps import svg_stamp, svg_stamp_of
+
+    drawn = (REPO / "docs" / "database-locks" / "legend.svg").read_text(encoding="utf-8")
+    assert svg_stamp(drawn) is not None
+    title = "<title>Légende</title>"
+    variants = {
+        "as drawn": drawn,
+        "CRLF": drawn.replace("\n", "\r\n"),
+        "edited": drawn.replace("</svg>", "<g/></svg>"),
+        "non-ASCII head": drawn.replace("<svg", title + "<svg", 1),
+        "no content stamp": re.sub(r"<!-- lockdocs-svg-sha256: \w+ -->\n", "", drawn),
+        "no stamps": re.sub(r"<!-- lockdocs-(svg|dot)-sha256: \w+ -->\n?", "", drawn),
+        "empty": "",
+    }
+    for name, text in variants.items():
+        data = text.encode("utf-8")
+        assert svg_stamp_of(data) == svg_stamp(text), name
+    bad = drawn.encode("utf-8").replace(b"</svg>", b"\xff</svg>")
+    assert svg_stamp_of(bad) == svg_stamp(bad.decode("utf-8", "replace")) is None

@@ -26,7 +26,7 @@ from typing import Any
 
 from lockdocs import __version__, inputs
 from lockdocs.diagnostics import Diagnostic, to_record
-from lockdocs.render.stamps import svg_stamp
+from lockdocs.render.stamps import svg_stamp_of
 
 DOCS = "docs"
 MANIFEST = f"{DOCS}/.lockdocs-manifest"
@@ -135,14 +135,32 @@ def _plain(path: Path) -> bytes | None:
     except OSError:
         return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             return None
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            return fh.read()
+        chunks = [os.read(fd, info.st_size + 1)]
+        while chunks[-1]:  # to the end, should it have grown since the fstat
+            chunks.append(os.read(fd, 1 << 20))
+        return b"".join(chunks)
     except OSError:
         return None
     finally:
         os.close(fd)
+
+
+def _generated_name(rel: str) -> list[str] | None:
+    """The parts of a manifest line's path when it may name a generated file (as `inside_docs`
+    and not one of lockdocs' own files), else None."""
+    parts = rel.split("/")
+    if (
+        len(parts) < 2
+        or parts[0] != DOCS
+        or "\\" in rel
+        or any(p in ("", ".", "..") for p in parts)
+        or parts[-1].startswith(OWN_PREFIX)
+    ):
+        return None
+    return parts
 
 
 def _real_dir(path: Path) -> bool:
@@ -187,24 +205,24 @@ def vouch(
         return False
     hashes: dict[str, str] = {}
     svgs: set[str] = set()
-    folders: set[PurePosixPath] = set()
+    folders: set[str] = set()
     for line in body.splitlines():
-        rel, _, digest = line.partition(" ")
-        name = PurePosixPath(rel)
-        if not inside_docs(rel) or name.name.startswith(OWN_PREFIX):
+        rel, _, recorded = line.partition(" ")
+        parts = _generated_name(rel)
+        if parts is None:
             return False
-        if rel.endswith((".md", ".dot")) and len(digest) == 64:
-            hashes[rel] = digest
-        elif rel.endswith(".svg") and not digest:
+        if rel.endswith((".md", ".dot")) and len(recorded) == 64:
+            hashes[rel] = recorded
+        elif rel.endswith(".svg") and not recorded:
             svgs.add(rel)
         else:
             return False
-        folders.update(p for p in name.parents if len(p.parts) > 1)
+        folders.update("/".join(parts[:i]) for i in range(2, len(parts)))
     if not all(_real_dir(root / p) for p in folders):
         return False
-    for rel, digest in hashes.items():
+    for rel, recorded in hashes.items():
         got = _plain(root / rel)
-        if got is None or hashlib.sha256(got).hexdigest() != digest:
+        if got is None or hashlib.sha256(got).hexdigest() != recorded:
             return False
     dots = {rel for rel in hashes if rel.endswith(".dot")}
     if any(rel[: -len(".svg")] + ".dot" not in dots for rel in svgs):
@@ -220,6 +238,6 @@ def vouch(
         got = _plain(root / drawn)
         if got is None:
             return False
-        if svg and svg_stamp(got.decode("utf-8", "replace")) != hashes[dot]:
+        if svg and svg_stamp_of(got) != hashes[dot]:
             return False
     return True
