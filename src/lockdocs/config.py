@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from lockdocs import inputs
-from lockdocs.confine import inside
+from lockdocs.confine import TooLarge, inside, read_capped
 from lockdocs.diagnostics import Diagnostic, Location, Severity
-from lockdocs.load import MAX_FILE_BYTES, TooLarge, read_capped, read_file
+from lockdocs.load import MAX_FILE_BYTES, read_file
 from lockdocs.records import replace
 
 # Every key [tool.lockdocs] may hold, with what it sets (the LD021 hint lists them).

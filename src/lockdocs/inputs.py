@@ -17,8 +17,7 @@ import os
 import stat
 from pathlib import Path
 
-from lockdocs.confine import inside
-from lockdocs.load import TooLarge, read_capped
+from lockdocs.confine import TooLarge, inside, read_capped
 
 _SEEN: dict[str, dict[str, str]] = {}
 
