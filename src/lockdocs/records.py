@@ -134,12 +134,22 @@ def _init(cls: type[Any], all_fields: tuple[Field, ...]) -> Callable[..., None]:
     names = tuple(f.name for f in inits)
     count = len(names)
     index = {name: i for i, name in enumerate(names)}
-    # (name, default, factory, init) for every field that may be left out of a call
-    fill = [
-        (f.name, f.default, None if f.default_factory is _MISSING else f.default_factory, f.init)
-        for f in all_fields
+    allowed = frozenset(names)
+    before = [frozenset(names[:i]) for i in range(count + 1)]  # the names `i` positions fill
+    # Defaults go in first with one dict update, then what the call gives, then factories for
+    # what it did not: fewer steps per instance than a loop over the fields (a 100x project
+    # makes 90,000 records).
+    statics = {f.name: f.default for f in all_fields if f.default is not _MISSING}
+    factories = [
+        (f.name, f.default_factory) for f in all_fields if f.default_factory is not _MISSING
     ]
-    total = len(all_fields)
+    required = [f.name for f in inits if f.default is _MISSING and f.default_factory is _MISSING]
+    unset = sum(
+        1
+        for f in all_fields
+        if not f.init and f.default is _MISSING and f.default_factory is _MISSING
+    )
+    settable = len(all_fields) - unset
     post = getattr(cls, "__post_init__", None)
     qual = cls.__qualname__
     seen_default = False
@@ -151,29 +161,32 @@ def _init(cls: type[Any], all_fields: tuple[Field, ...]) -> Callable[..., None]:
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         d = self.__dict__
-        if len(args) > count:
+        given = len(args)
+        if given > count:
             raise TypeError(
                 f"{qual}.__init__() takes {count + 1} positional arguments "
-                f"but {len(args) + 1} were given"
+                f"but {given + 1} were given"
             )
+        if statics:
+            d.update(statics)
         d.update(zip(names, args, strict=False))
-        for k, v in kwargs.items():
-            i = index.get(k)
-            if i is None:
-                raise TypeError(f"{qual}.__init__() got an unexpected keyword argument {k!r}")
-            if i < len(args):
-                raise TypeError(f"{qual}.__init__() got multiple values for argument {k!r}")
-            d[k] = v
-        if len(d) < total:
-            for name, default, factory, init in fill:
-                if init and name in d:
-                    continue
-                if factory is not None:
-                    d[name] = factory()
-                elif default is not _MISSING:
-                    d[name] = default
-                elif init:
-                    raise TypeError(f"{qual}.__init__() missing required argument: {name!r}")
+        if kwargs:
+            keys = kwargs.keys()
+            if keys - allowed or not keys.isdisjoint(before[given]):
+                for k in kwargs:
+                    if k not in allowed:
+                        raise TypeError(
+                            f"{qual}.__init__() got an unexpected keyword argument {k!r}"
+                        )
+                    if index[k] < given:
+                        raise TypeError(f"{qual}.__init__() got multiple values for argument {k!r}")
+            d.update(kwargs)
+        for name, factory in factories:
+            if name not in d:
+                d[name] = factory()
+        if len(d) < settable:
+            missing = next(name for name in required if name not in d)
+            raise TypeError(f"{qual}.__init__() missing required argument: {missing!r}")
         if post is not None:
             post(self)
 
