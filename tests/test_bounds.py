@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -157,7 +158,7 @@ def test_every_link_of_a_long_run_chain_runs_in_one_walk(tmp_path: Path) -> None
     link, n²/2), and every step is reached through the whole chain before it."""
     root = tmp_path / "chain"
     _same_lock_chain(root, 3000, standalone=False)
-    code, diags, _, _ = check(root)
+    code, diags, _, _ = measured_check(root)
     assert (code, diags) == (0, [])
     model, _ = load(root)
     assert model is not None
@@ -176,7 +177,7 @@ def test_a_run_chain_walked_once_per_caller_stops_at_the_analysis_budget(
     root = tmp_path / "chain"
     _same_lock_chain(root, 600, standalone=True)
     _limits(root, "analysis_work: 100000")
-    code, diags, _, peak = check(root)
+    code, diags, _, peak = measured_check(root)
     assert code == 2 and codes(diags) == ["LD209"], diags
     assert (
         "the analysis's work budget (100,000 units, limits.analysis_work) ran out at path"
@@ -192,7 +193,7 @@ def test_a_dense_graph_of_waits_stops_at_the_analysis_budget(tmp_path: Path) -> 
     root = tmp_path / "dense"
     p.random_dense(root, 150, seed=1)
     _limits(root, "analysis_work: 150000")
-    code, diags, _, peak = check(root)
+    code, diags, _, peak = measured_check(root)
     stopped = [d for d in diags if d["code"] == "LD204"]
     assert code == 1 and len(stopped) == 1, codes(diags)
     assert stopped[0]["message"].startswith(
@@ -311,3 +312,28 @@ def test_the_page_compares_the_two_orders_of_a_pair_within_a_bound(tmp_path: Pat
         "hold z exclusive meanwhile, and every path that takes them the first way holds it too "
         "(exclusive), so the two orders never run at once."
     )
+
+
+def test_the_page_walks_a_long_run_chain_within_the_budget_or_says_where_it_stopped(
+    tmp_path: Path,
+) -> None:
+    """The page walks each path with every path it runs: a chain of n links under one path is
+    n²/2 steps there (3,000 links: killed after 300 s at 1.5 GB), though the check's own walk
+    is linear. The page's walks share a budget (limits.analysis_work, lowered here); past it
+    the page is not rendered and the path where it stopped is named (exit 2)."""
+    errors = {}
+    for work in (20_000, 300_000):  # the page needs 270,600
+        root = tmp_path / f"chain{work}"
+        _same_lock_chain(root, 300, standalone=False)
+        _limits(root, f"analysis_work: {work}")
+        result = run_cli("build", "--no-svg", "--root", str(root))
+        errors[work] = (result.code, result.err)
+    assert errors[300_000][0] == 0, errors[300_000][1]
+    code, err = errors[20_000]
+    stopped = re.match(r"paths/p.yaml:\d+:3: LD209 error: path 'p\d+' (.*)\n", err)
+    assert code == 2 and stopped is not None, err
+    assert stopped.group(1) == (
+        "and the paths it runs took the rest of the work budget of the page's walks "
+        "(20,000 units, limits.analysis_work); the page was not rendered"
+    )
+    assert not (tmp_path / "chain20000" / "docs").exists()

@@ -24,6 +24,7 @@ def test_generation_is_deterministic() -> None:
 
 
 def test_format_reference_names_every_property() -> None:
+    from lockdocs.rules.catalog import option_schemas
     from lockdocs.schema.definition import locks_schema, paths_schema
 
     text = devdocs.format_reference()
@@ -40,7 +41,7 @@ def test_format_reference_names_every_property() -> None:
                 names |= walk(value)
         return names
 
-    for name in walk(locks_schema()) | walk(paths_schema()):
+    for name in walk(locks_schema(option_schemas())) | walk(paths_schema()):
         assert f"| `{name}` |" in text, name
     for mode in ("for no key update", "access exclusive", "skip locked"):
         assert f"`{mode}`" in text

@@ -1,7 +1,7 @@
 """`lockdocs diff` through the real command line.
 
 Each folder under tests/fixtures/diff/<case>/ holds a `base` and a `head` project and the
-expected text output (`expected.txt`, rewritten when UPDATE_GOLDEN=1): adding a case means
+expected text output (`expected.txt`, rewritten by `pytest --update-golden`): adding a case means
 adding files. The JSON checks below say what each case is about.
 """
 
@@ -182,12 +182,12 @@ def test_case_json(case: str) -> None:
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_case_text_golden(case: str) -> None:
+def test_case_text_golden(case: str, update_golden: bool) -> None:
     proc = lockdocs("diff", *FOLDERS, cwd=FIXTURES / case)
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
     golden = FIXTURES / case / "expected.txt"
-    if os.environ.get("UPDATE_GOLDEN"):
+    if update_golden:
         golden.write_text(proc.stdout, encoding="utf-8")
     assert proc.stdout == golden.read_text(encoding="utf-8")
 

@@ -71,6 +71,7 @@ def _clean(result_err: str) -> None:
         [{"target": "docs/database-locks.md"}],
         [{"target": "docs/database-locks.md", "backup": None, "temp": None, "more": 1}],
         "not json at all",
+        "[" * 100_000 + "]" * 100_000,  # json.loads: RecursionError, was exit 3
     ],
 )
 def test_a_crafted_journal_is_reported_and_never_followed(

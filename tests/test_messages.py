@@ -62,15 +62,28 @@ def _templates() -> list[tuple[str, str]]:
 TEMPLATES = _templates()
 
 
+# Where a finding's message and hint stand among the arguments: a Diagnostic(...), a rule's
+# finding(...) (lockdocs.rules.finder) and the helpers that call it.
+_TEXT_ARGS = {
+    "Diagnostic": (2, 4),
+    "finding": (0, 2),
+    "step_finding": (2, 3),
+    "rule_finding": (2, 4),
+}
+
+
 def _diagnostic_texts() -> list[tuple[str, str]]:
-    """The message and hint of every Diagnostic(...) built in the package."""
+    """The message and hint of every finding built in the package."""
     found = []
     for f in SOURCES:
         tree = ast.parse(f.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
-            if not (isinstance(node, ast.Call) and getattr(node.func, "id", "") == "Diagnostic"):
+            name = getattr(node.func, "id", "") if isinstance(node, ast.Call) else ""
+            if name not in _TEXT_ARGS:
                 continue
-            parts = [*node.args[2:3], *node.args[4:5]]
+            assert isinstance(node, ast.Call)
+            message, hint = _TEXT_ARGS[name]
+            parts = [*node.args[message : message + 1], *node.args[hint : hint + 1]]
             parts += [k.value for k in node.keywords if k.arg in ("message", "hint")]
             for part in parts:
                 pieces = [part]

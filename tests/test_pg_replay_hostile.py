@@ -37,7 +37,7 @@ from lockdocs.diagnostics import Location
 from lockdocs.postgres import driver
 from lockdocs.postgres import statements as sq
 from lockdocs.postgres.cases import Case, LockRef, Process, group
-from lockdocs.postgres.explain_output import markdown
+from lockdocs.postgres.explain_output import Explained, markdown
 from lockdocs.postgres.logs import parse_detail
 from lockdocs.postgres.server import Server, scratch_database
 
@@ -357,7 +357,7 @@ def test_a_backtick_stays_inside_explains_code_span() -> None:
         statement,
     )
     case = Case("deadlock", "40P01", [process], "reported", [], lines=[2])
-    md = markdown(group([case]), "log`name.log")
+    md = markdown(Explained(group([case])), "log`name.log")
     html = pymarkdown.markdown(md, extensions=["tables"])
     assert re.findall(r"<code>(.*?)</code>", html) == [
         "log`name.log",

@@ -46,6 +46,9 @@ def test_example_triggers_its_rule(tmp_path: Path, code: str) -> None:
     diagnostics = result.json()["diagnostics"]
     codes = {d["code"] for d in diagnostics}
     assert code in codes, result.out
+    # a finding is made from its registration: the example finds it at the default severity
+    found = {d["severity"] for d in diagnostics if d["code"] == code}
+    assert found == {info.severity.value}, result.out
     empty = [d for d in diagnostics if not d["message"].strip()]
     assert not empty, empty  # every diagnostic says what is wrong
     if info.severity.value == "error":

@@ -82,6 +82,9 @@ def test_the_flagship_with_waivers_is_valid() -> None:
     driver = doc["runs"][0]["tool"]["driver"]
     assert "informationUri" not in driver, "no made-up home page"
     assert all("helpUri" not in rule for rule in driver["rules"]), "no rules_url: no links"
+    # every registered rule, in code order (the scan golden keeps only the ones that fired)
+    assert [rule["id"] for rule in driver["rules"]] == list(load_all())
+    assert all(driver["rules"][r["ruleIndex"]]["id"] == r["ruleId"] for r in results)
 
 
 @pytest.mark.parametrize("case", ["cycle", "drift", "bad-input"])

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +13,7 @@ import jsonschema
 from conftest import REPO, run_cli
 from lockdocs import model as m
 from lockdocs import records
+from lockdocs.rules.catalog import option_schemas
 from lockdocs.schema.definition import locks_schema, paths_schema, shipped_files
 
 SCHEMA_DIR = REPO / "src" / "lockdocs" / "schema"
@@ -33,29 +36,29 @@ def _walk(node: Any, where: str, out: list[str]) -> None:
 
 
 def test_schemas_are_valid_draft_2020_12() -> None:
-    for schema in (locks_schema(), paths_schema()):
+    for schema in (locks_schema(), locks_schema(option_schemas()), paths_schema()):
         assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
         jsonschema.Draft202012Validator.check_schema(schema)
 
 
 def test_every_property_has_a_description() -> None:
     missing: list[str] = []
-    _walk(locks_schema(), "locks", missing)
+    _walk(locks_schema(option_schemas()), "locks", missing)
     _walk(paths_schema(), "paths", missing)
     assert not missing
 
 
 def test_shipped_files_are_current() -> None:
-    for name, text in shipped_files().items():
+    for name, text in shipped_files(option_schemas()).items():
         assert (SCHEMA_DIR / name).read_text(encoding="utf-8") == text, (
-            f"{name} is stale: run python -m lockdocs.schema.definition"
+            f"{name} is stale: run python -m lockdocs.devdocs"
         )
 
 
 def test_cli_prints_the_schema() -> None:
     result = run_cli("schema")
     assert result.code == 0
-    assert json.loads(result.out) == locks_schema()
+    assert json.loads(result.out) == locks_schema(option_schemas())
     assert json.loads(run_cli("schema", "paths").out) == paths_schema()
     assert run_cli("schema", "nope").code == 2
 
@@ -134,3 +137,45 @@ def test_editor_schema_lines_point_at_shipped_files() -> None:
         target = (yaml_file.parent / first.split("=", 1)[1].strip()).resolve()
         assert target.is_file(), target
         assert Path(target).parent == SCHEMA_DIR
+
+
+def _contract_rows(section: str) -> set[str]:
+    """The field names of one table of docs/export.md (every code span of the first column)."""
+    text = (REPO / "docs" / "export.md").read_text(encoding="utf-8")
+    part = text.split(f"\n## {section}\n", 1)[1].split("\n#", 1)[0]
+    names: set[str] = set()
+    for line in part.splitlines():
+        if line.startswith("| `"):
+            names.update(re.findall(r"`([^`]+)`", line.split("|")[1]))
+    return names
+
+
+def test_the_export_contract_page_lists_every_field_the_export_writes() -> None:
+    from lockdocs.api import load
+    from lockdocs.export import export_json
+
+    model, _ = load(REPO)
+    assert model is not None
+    doc = json.loads(export_json(model))
+    for section, sample in (
+        ("Locks", doc["locks"][0]),
+        ("Transaction kinds", doc["transactions"][0]),
+        ("Paths", doc["paths"][0]),
+    ):
+        assert set(sample) == _contract_rows(section), section
+
+
+def test_a_field_as_declared_is_in_the_schema_the_export_and_the_view() -> None:
+    """model.locks.AS_DECLARED: the one mark that makes a lock's text field read, exported and
+    given to the templates; the schema and the contract page must say it too."""
+    from lockdocs.export import lock_json
+    from lockdocs.render.view.locks import LockView
+
+    declared = m.as_declared(m.Lock)
+    assert {"title", "serializes", "notes"} <= set(declared)
+    props = locks_schema()["properties"]["locks"]["additionalProperties"]["properties"]
+    lock = m.Lock("a", "A", "row", "transaction", m.Location("locks.yaml", 1, 1))
+    for name in declared:
+        assert props[name]["type"] == "string", name
+        assert name in lock_json(lock) and name in _contract_rows("Locks"), name
+    assert "declared" in {f.name for f in dataclasses.fields(LockView)}

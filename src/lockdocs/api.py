@@ -54,7 +54,7 @@ def analyse_all(
     """`analyse`, and the comparison with the SQL of `code:` when it is set (then also its
     coverage); without `code:` the scanner is not even imported."""
     # The lazy boundary of the analysis: the checks and the settings that tune them.
-    from lockdocs.config import apply_overrides, severity_overrides
+    from lockdocs.config import apply_overrides, check_options, severity_overrides
     from lockdocs.rules.catalog import load_all
     from lockdocs.rules.context import Context
     from lockdocs.rules.waivers import apply_waivers
@@ -62,17 +62,17 @@ def analyse_all(
     registry = load_all()
     ctx = Context(model, blame=blame)
     overrides, diags = severity_overrides(Path(model.root), model.checks)
+    options, bad_options = check_options(Path(model.root), model.check_options)
+    if bad_options:
+        return sort_diagnostics(diags + bad_options), None
     found: list[Diagnostic] = []
     if ctx.refused:
         # A path too large to analyse: the analysis stopped (LD209, bad input); the other
         # checks would only read a part of the paths, and at the cost the limit guards against.
-        check = registry["LD209"].check
-        assert check is not None
-        return sort_diagnostics(diags + list(check(ctx))), None
+        return sort_diagnostics(diags + registry["LD209"].run(ctx)), None
     for info in registry.values():
-        if info.check is None or overrides.get(info.code) == "off":
-            continue
-        found.extend(info.check(ctx))
+        if overrides.get(info.code) != "off":
+            found.extend(info.run(ctx, options.get(info.code)))
     coverage = None
     if model.code:
         from lockdocs.scan.run import check_code

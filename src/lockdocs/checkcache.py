@@ -124,7 +124,7 @@ def _load(root: Path) -> dict[str, Any] | None:
         return None
     try:
         record = json.loads(target.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # a planted one may nest deeply
         return None
     if not isinstance(record, dict) or record.get("tool") != tool():
         return None

@@ -80,10 +80,11 @@ LogLinePrefixOpt = Annotated[
         "among the common settings).",
     ),
 ]
+TEXT = Format("text")
 
 
 @app.command()
-def validate(root: RootOpt = None, fmt: FormatOpt = Format.text) -> None:
+def validate(root: RootOpt = None, fmt: FormatOpt = TEXT) -> None:
     """Load and validate the declarations (format and references only)."""
     from lockdocs.commands import check as body
 
@@ -93,7 +94,7 @@ def validate(root: RootOpt = None, fmt: FormatOpt = Format.text) -> None:
 @app.command()
 def check(
     root: RootOpt = None,
-    fmt: FormatOpt = Format.text,
+    fmt: FormatOpt = TEXT,
     no_drift: Annotated[
         bool, typer.Option("--no-drift", help="Skip the generated-docs comparison.")
     ] = False,
@@ -345,7 +346,7 @@ def observe(
         ),
     ],
     root: RootOpt = None,
-    fmt: FormatOpt = Format.text,
+    fmt: FormatOpt = TEXT,
     log_format: Annotated[
         commands.LogFormat,
         typer.Option("--log-format", help="The logs' format (default: told from each file)."),

@@ -1,4 +1,5 @@
-"""Per-project settings: rule severities from locks.yaml `checks:` and [tool.lockdocs]."""
+"""Per-project settings: rule severities from locks.yaml `checks:` and [tool.lockdocs], and the
+rules' options from `checks:`, checked against the options each rule registers."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from lockdocs.confine import TooLarge, inside, read_capped
 from lockdocs.diagnostics import Diagnostic, Location, Severity
 from lockdocs.load import MAX_FILE_BYTES, read_file
 from lockdocs.records import replace
+from lockdocs.schema.sections import checks_schema
+from lockdocs.schema.validate import validate_against
 
 # Every key [tool.lockdocs] may hold, with what it sets (the LD021 hint lists them).
 SETTINGS = {
@@ -295,6 +298,27 @@ def severity_overrides(
                 merged[str(code)] = str(value)
     merged.update(from_locks)
     return merged, diags
+
+
+def check_options(
+    root: Path, model_options: dict[str, dict[str, object]]
+) -> tuple[dict[str, dict[str, object]], list[Diagnostic]]:
+    """The options locks.yaml sets per check (`checks: {LD103: {min_odds: 0.01}}`), once each
+    is checked against the options its rule registers: an unknown option or a value outside
+    its schema is an LD003 error at its line, and then no option is used."""
+    if not model_options:
+        return {}, []
+    from lockdocs.rules.catalog import option_schemas
+
+    doc, _ = read_file(root / "locks.yaml", "locks.yaml")
+    if doc is None:  # pragma: no cover - it was read a moment ago to build the model
+        return {}, []
+    known = option_schemas()
+    schema = {"type": "object", "properties": {"checks": checks_schema(known)}}
+    diags = validate_against(doc, schema)
+    if diags:
+        return {}, diags
+    return {code: opts for code, opts in model_options.items() if code in known}, []
 
 
 def apply_overrides(diags: list[Diagnostic], overrides: dict[str, str]) -> list[Diagnostic]:

@@ -16,9 +16,7 @@ import sys
 from pathlib import Path
 from typing import NamedTuple
 
-from lockdocs.commands import Format
-
-_FORMATS = ("text", "json", "github", "sarif")
+from lockdocs.report import FORMATS
 
 
 class _Plan(NamedTuple):
@@ -55,7 +53,7 @@ def _fast(argv: list[str]) -> _Plan | None:
             if root.exists() and not root.is_dir():
                 return None  # typer words this usage error
         elif name in ("--format", "-f") and (name == "--format" or not eq):
-            if value not in _FORMATS:
+            if value not in FORMATS:
                 return None
             fmt = value
         elif tok in _CHECK_FLAGS and command == "check" and _CHECK_FLAGS[tok] not in flags:
@@ -168,7 +166,7 @@ def _run() -> None:
     # typer route loads the body of the command it parses, if any).
     from lockdocs.commands.check import check, validate
 
-    fmt = Format(plan.fmt)
+    fmt = plan.fmt
     if plan.command == "check":
         sys.exit(check(plan.root, fmt, plan.drift, show_diff=plan.show_diff, svg=plan.svg))
     sys.exit(validate(plan.root, fmt))

@@ -65,12 +65,10 @@ def key_json(key: m.Key) -> dict[str, Any]:
 def lock_json(lock: m.Lock) -> dict[str, Any]:
     return {
         "id": lock.id,
-        "title": lock.title,
+        **{name: getattr(lock, name) for name in m.as_declared(m.Lock)},
         "kind": lock.kind,
         "scope": lock.scope,
         "key": key_json(lock.key) if lock.key else None,
-        "table": lock.table,
-        "row": lock.row,
         "modes": [{"mode": mode, "taken_when": text} for mode, text in lock.modes],
         "options": list(lock.options),
         "queue": lock.queue,
@@ -88,7 +86,6 @@ def lock_json(lock: m.Lock) -> dict[str, Any]:
                 "table": b.table,
                 "mode": b.mode,
                 "how": b.how,
-                "isolation": b.isolation,
             }
             for b in lock.backends
         ],
@@ -104,8 +101,6 @@ def lock_json(lock: m.Lock) -> dict[str, Any]:
             }
             for t in lock.takers
         ],
-        "serializes": lock.serializes,
-        "notes": lock.notes,
         "issues": list(lock.issues),
         "line": lock.location.line,
     }

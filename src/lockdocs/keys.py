@@ -71,13 +71,6 @@ def application_value(
     return value
 
 
-def hash_width(algorithm: str | None) -> int | None:
-    """Bits of entropy of a named application hash (None for one lockdocs does not know)."""
-    if algorithm in APPLICATION_HASHES:
-        return APPLICATION_HASHES[algorithm][1]
-    return None
-
-
 def _text(raw: dict[str, Any]) -> KeyText:
     return KeyText(
         text=raw.get("text"),

@@ -24,44 +24,21 @@ _ROW_CONFLICTS: dict[str, frozenset[str]] = {
     "for update": frozenset(ROW_MODES),
 }
 
+# Table 13.2 as the documentation draws it: a row per requested mode, a column per held mode,
+# both in TABLE_MODES' order (access share ... access exclusive); X where the request waits.
+_TABLE_MATRIX = {
+    "access share":           ".......X",
+    "row share":              "......XX",
+    "row exclusive":          "....XXXX",
+    "share update exclusive": "...XXXXX",
+    "share":                  "..XX.XXX",
+    "share row exclusive":    "..XXXXXX",
+    "exclusive":              ".XXXXXXX",
+    "access exclusive":       "XXXXXXXX",
+}  # fmt: skip
 _TABLE_CONFLICTS: dict[str, frozenset[str]] = {
-    "access share": frozenset({"access exclusive"}),
-    "row share": frozenset({"exclusive", "access exclusive"}),
-    "row exclusive": frozenset({"share", "share row exclusive", "exclusive", "access exclusive"}),
-    "share update exclusive": frozenset(
-        {"share update exclusive", "share", "share row exclusive", "exclusive", "access exclusive"}
-    ),
-    "share": frozenset(
-        {
-            "row exclusive",
-            "share update exclusive",
-            "share row exclusive",
-            "exclusive",
-            "access exclusive",
-        }
-    ),
-    "share row exclusive": frozenset(
-        {
-            "row exclusive",
-            "share update exclusive",
-            "share",
-            "share row exclusive",
-            "exclusive",
-            "access exclusive",
-        }
-    ),
-    "exclusive": frozenset(
-        {
-            "row share",
-            "row exclusive",
-            "share update exclusive",
-            "share",
-            "share row exclusive",
-            "exclusive",
-            "access exclusive",
-        }
-    ),
-    "access exclusive": frozenset(TABLE_MODES),
+    requested: frozenset(held for held, mark in zip(TABLE_MODES, row, strict=True) if mark == "X")
+    for requested, row in _TABLE_MATRIX.items()
 }
 
 _SHARED_EXCLUSIVE: dict[str, frozenset[str]] = {

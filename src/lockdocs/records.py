@@ -14,7 +14,7 @@ functions of `dataclasses`, which refuses these classes. Type checkers see datac
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from operator import attrgetter
 from typing import Any, ClassVar, TypeVar, dataclass_transform, overload
 
@@ -28,10 +28,19 @@ class FrozenInstanceError(AttributeError):
 
 
 class Field:
-    """A field's declaration: its name, default or default factory, and whether it takes part
-    in `__init__`, `__repr__`, comparison and hashing."""
+    """A field's declaration: its name, default or default factory, whether it takes part in
+    `__init__`, `__repr__`, comparison and hashing, and the caller's `metadata`."""
 
-    __slots__ = ("compare", "default", "default_factory", "hash", "init", "name", "repr")
+    __slots__ = (
+        "compare",
+        "default",
+        "default_factory",
+        "hash",
+        "init",
+        "metadata",
+        "name",
+        "repr",
+    )
 
     def __init__(
         self,
@@ -41,8 +50,10 @@ class Field:
         repr: bool = True,
         hash: bool | None = None,
         compare: bool = True,
+        metadata: Mapping[str, Any] | None = None,
     ) -> None:
         self.name = ""
+        self.metadata: Mapping[str, Any] = metadata if metadata is not None else {}
         self.default = default
         self.default_factory = default_factory
         self.init = init
@@ -59,9 +70,10 @@ def field(
     repr: bool = True,
     hash: bool | None = None,
     compare: bool = True,
+    metadata: Mapping[str, Any] | None = None,
 ) -> Any:
     """As `dataclasses.field`."""
-    return Field(default, default_factory, init, repr, hash, compare)
+    return Field(default, default_factory, init, repr, hash, compare, metadata)
 
 
 def fields(obj: Any) -> tuple[Field, ...]:

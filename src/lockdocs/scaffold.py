@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from lockdocs.api import build
 from lockdocs.render.manifest import DOCS
 from lockdocs.report.where import project_prefix, repository_top
+from lockdocs.rules.catalog import option_schemas
 from lockdocs.schema.definition import shipped_files
 from lockdocs.site import STYLESHEET, advise, index_md, mkdocs_yml
 
@@ -186,7 +187,7 @@ def declarations() -> dict[str, bytes]:
     """The declaration and schema files init writes; pure, so the tests can read them."""
 
     files = {"locks.yaml": LOCKS_YAML, "paths/accounts.yaml": PATH_YAML}
-    for name, text in sorted(shipped_files().items()):
+    for name, text in sorted(shipped_files(option_schemas()).items()):
         files[f"{SCHEMA_DIR}/{name}"] = text
     return {rel: text.encode("utf-8") for rel, text in files.items()}
 

@@ -194,15 +194,7 @@ class Takes(Summaries):
             new = Held(
                 lock_id, mode, instance, same[0].run, same[0].acquired_at, maybe, same[0].parent
             )
-            mine = _reduce(kind, (*same, new))
-            held: list[Held] = []
-            for h in out.held:
-                if h in same:
-                    held.extend(mine)
-                    mine = ()
-                else:
-                    held.append(h)
-            out = out._replace(held=tuple(held))
+            out = out._replace(held=_in_place(out.held, same, _reduce(kind, (*same, new))))
         return [out]
 
     def _take_instance(self, st: State, ev: Event, step: m.Take) -> list[State]:
@@ -236,15 +228,7 @@ class Takes(Summaries):
             mine = _reduce(
                 kind, (*(h for h in same if not h.maybe), new, *(h for h in same if h.maybe))
             )
-            # The instance keeps its place among the holds (the order locks were taken in).
-            held: list[Held] = []
-            for h in st.held:
-                if h in same:
-                    held.extend(mine)
-                    mine = ()
-                else:
-                    held.append(h)
-            return st._replace(held=tuple(held))
+            return st._replace(held=_in_place(st.held, same, mine))
 
         if must:
             if covers(kind, must, mode):
@@ -299,6 +283,19 @@ def can_wait(kind: str, held_modes: tuple[str, ...], mode: str) -> bool:
         conflicts(kind, mode, other) and not any(conflicts(kind, h, other) for h in held_modes)
         for other in modes_for_kind(kind)
     )
+
+
+def _in_place(held: tuple[Held, ...], old: list[Held], new: tuple[Held, ...]) -> tuple[Held, ...]:
+    """`held` with the holds in `old` replaced by `new`, at the place of the first of them:
+    a lock keeps its place among the holds (the order locks were taken in)."""
+    out: list[Held] = []
+    for h in held:
+        if h in old:
+            out.extend(new)
+            new = ()
+        else:
+            out.append(h)
+    return tuple(out)
 
 
 def _reduce(kind: str, mine: tuple[Held, ...]) -> tuple[Held, ...]:

@@ -1,6 +1,6 @@
 """The command bodies, one module each, and the output formats the CLI offers (here, so that
 the CLI can declare its options without loading any body; `common.py` holds what the bodies
-share).
+share; the formats of check and validate are named by `report.FORMATS`).
 
 One module per command body (check and validate, scan, replay, explain, diff, init, export,
 build); `cli.py` (typer) parses the options and calls one of them, loading only that one;
@@ -13,12 +13,10 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from lockdocs.report import FORMATS
 
-class Format(StrEnum):
-    text = "text"
-    json = "json"
-    github = "github"
-    sarif = "sarif"
+# The --format of check and validate: the names of report.FORMATS, where each format is defined.
+Format = StrEnum("Format", [(name, name) for name in FORMATS])  # type: ignore[misc]
 
 
 class ScanFormat(StrEnum):

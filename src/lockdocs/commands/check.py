@@ -13,21 +13,17 @@ from pathlib import Path
 from typing import Any
 
 from lockdocs import checkcache
-from lockdocs.commands import Format
-from lockdocs.commands.common import NoRoot, emit, resolve_root, summary
+from lockdocs.commands.common import NoRoot, emit, load_project, resolve_root, summary
 from lockdocs.diagnostics import Diagnostic, printable, sort_diagnostics
 from lockdocs.records import replace
+from lockdocs.report import FORMATS
 
 
-def validate(root: Path | None, fmt: Format) -> int:
-    try:
-        base = resolve_root(root)
-    except NoRoot:
+def validate(root: Path | None, fmt: str) -> int:
+    loaded = load_project(root)
+    if loaded is None:
         return 2
-    # The lazy boundary of the pipeline (YAML, the schema, the model).
-    from lockdocs.api import load
-
-    model, diags = load(base)
+    base, model, diags = loaded
     if model is None:
         emit(diags, fmt, "the declarations are not valid", base)
         return 2
@@ -35,7 +31,7 @@ def validate(root: Path | None, fmt: Format) -> int:
         diags,
         fmt,
         f"ok: {len(model.locks)} locks, {len(model.paths)} paths in {len(model.files)} files"
-        if fmt is Format.text
+        if FORMATS[fmt].terminal
         else "ok",
         base,
         model.rules_url,
@@ -44,7 +40,7 @@ def validate(root: Path | None, fmt: Format) -> int:
 
 
 def check(
-    root: Path | None, fmt: Format, drift: bool, *, show_diff: bool = False, svg: bool = True
+    root: Path | None, fmt: str, drift: bool, *, show_diff: bool = False, svg: bool = True
 ) -> int:
     """`lockdocs check`: findings and drift (one finding per generated file that differs).
 
@@ -69,13 +65,13 @@ def check(
         coverage = result.coverage.to_json() if result.coverage is not None else None
         if result.drift:
             if show_diff:
-                out = sys.stdout if fmt is Format.text else sys.stderr
+                out = sys.stdout if FORMATS[fmt].terminal else sys.stderr
                 out.write("".join(_shown_diff(_diff_of(d)) for d in result.drift))
             else:
                 diags = [_without_diff(d) for d in diags]
     text = "the declarations are not valid" if bad_input else summary(diags)
     extra = {"coverage": coverage} if coverage is not None else None
-    emit(diags, fmt, text if fmt in (Format.text, Format.json) else "", base, rules_url, extra)
+    emit(diags, fmt, text if FORMATS[fmt].summary else "", base, rules_url, extra)
     return code
 
 

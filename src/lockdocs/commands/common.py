@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lockdocs import colour
-from lockdocs.commands import Format
 from lockdocs.project.root import RootNotFound, find_root, working_folder
-from lockdocs.report import HERE, REPORTERS, json_report
+from lockdocs.report import FORMATS, HERE
 from lockdocs.report.where import for_project
 
 if TYPE_CHECKING:
     from lockdocs.diagnostics import Diagnostic
+    from lockdocs.model import Model
 
 
 class NoRoot(Exception):
@@ -40,24 +40,38 @@ def resolve_root(root: Path | None) -> Path:
         raise NoRoot from None
 
 
+def load_project(root: Path | None) -> tuple[Path, Model | None, list[Diagnostic]] | None:
+    """The project's folder and what loading it gives (the model, or None and the errors);
+    None when there is no project, which is already said on stderr."""
+    try:
+        base = resolve_root(root)
+    except NoRoot:
+        return None
+    # The lazy boundary of the pipeline (YAML, the schema, the model): a check that the
+    # result cache answers loads none of it.
+    from lockdocs.api import load
+
+    model, diags = load(base)
+    return base, model, diags
+
+
 def emit(
     diags: list[Diagnostic],
-    fmt: Format,
+    fmt: str,
     summary: str,
     root: Path | None = None,
     rules_url: str | None = None,
     extra: dict[str, Any] | None = None,
 ) -> None:
-    """Write the report; JSON, GitHub and SARIF name files from the repository top. `extra`
-    adds top-level keys to the JSON (the coverage of the scanned SQL)."""
+    """Write the report in the format named `fmt` (report.FORMATS); all but text name files
+    from the repository top. `extra` adds top-level keys where the format has a place for them
+    (JSON: the coverage of the scanned SQL)."""
+    spec = FORMATS[fmt]
     where = HERE
-    if root is not None and fmt is not Format.text:
+    if root is not None and not spec.terminal:
         where = for_project(root, rules_url)
-    if fmt is Format.json and extra:
-        sys.stdout.write(json_report(diags, summary, where, extra))
-        return
-    text = REPORTERS[fmt.value](diags, summary, where)
-    if fmt is Format.text:
+    text = spec.reporter(diags, summary, where, extra)
+    if spec.terminal:
         colour.write(sys.stdout, text)
         return
     sys.stdout.write(text)

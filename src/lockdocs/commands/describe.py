@@ -10,22 +10,20 @@ from pathlib import Path
 
 import typer
 
-from lockdocs.api import load
 from lockdocs.commands import ExportFormat
-from lockdocs.commands.common import NoRoot, resolve_root
+from lockdocs.commands.common import load_project
 from lockdocs.export import TooLarge, export_json
 from lockdocs.report import REPORTERS
-from lockdocs.rules.catalog import load_all
+from lockdocs.rules.catalog import load_all, option_schemas
 from lockdocs.schema.definition import locks_schema, paths_schema
 
 
 def export(root: Path | None, fmt: ExportFormat) -> int:
     """The resolved model (locks, transactions, paths with acquisitions, rules, exceptions)."""
-    try:
-        base = resolve_root(root)
-    except NoRoot:
+    loaded = load_project(root)
+    if loaded is None:
         return 2
-    model, diags = load(base)
+    _, model, diags = loaded
     if model is None:
         sys.stderr.write(REPORTERS["text"](diags, "the declarations are not valid"))
         return 2
@@ -49,7 +47,7 @@ def schema(kind: str) -> int:
     if kind not in ("locks", "paths"):
         typer.echo(f"lockdocs: unknown schema '{kind}'; use locks or paths", err=True)
         return 2
-    doc = locks_schema() if kind == "locks" else paths_schema()
+    doc = locks_schema(option_schemas()) if kind == "locks" else paths_schema()
     sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")
     return 0
 

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from lockdocs.api import check as run_check
-from lockdocs.commands import ExplainFormat, Format, LogFormat
+from lockdocs.commands import ExplainFormat, LogFormat
 from lockdocs.commands.common import NoRoot, emit, fail, resolve_root
 from lockdocs.diagnostics import printable
 from lockdocs.postgres.explain_output import FORMATTERS
@@ -33,7 +33,7 @@ def explain(
     log = LogFile(logfile)
     result = run_check(base, drift=False)
     if result.bad_input or result.model is None:
-        emit(result.diagnostics, Format.text, "the declarations are not valid")
+        emit(result.diagnostics, "text", "the declarations are not valid")
         return 2
     reader = LogReader([log], log_format.value, log_line_prefix)
     try:

@@ -15,6 +15,7 @@ from lockdocs.observe import orders, run
 from lockdocs.observe.run import Observed, Observer
 from lockdocs.postgres.serverlog import LogError, LogFile, LogReader
 from lockdocs.project.root import RootNotFound, find_root
+from lockdocs.report import FORMATS
 from lockdocs.scan.run import scan_model
 
 
@@ -38,7 +39,7 @@ def observe(
     if isinstance(base, Path):
         result = run_check(base, drift=False)
         if result.bad_input or result.model is None:
-            emit(result.diagnostics, Format.text, "the declarations are not valid")
+            emit(result.diagnostics, "text", "the declarations are not valid")
             return 2
         model, diagnostics = result.model, result.diagnostics
         scan = scan_model(model) if model.code else None
@@ -101,17 +102,16 @@ def _report(
         f"{stats['transactions']} transactions, {stats['statements']} statements in "
         f"{stats['sessions']} sessions"
     )
-    if fmt is Format.json:
+    spec = FORMATS[fmt]
+    if not spec.terminal:
         extra: dict[str, Any] = {
             "observed": {**stats, "logs": logs, "unread": unread, "unread_more": reader.dropped},
         }
         if result.coverage is not None:
             extra["coverage"] = result.coverage.to_json()
         rules_url = model.rules_url if model is not None else None
-        emit(result.diagnostics, fmt, summary(result.diagnostics), root, rules_url, extra)
-        return
-    if fmt is not Format.text:
-        emit(result.diagnostics, fmt, "", root, model.rules_url if model is not None else None)
+        said = summary(result.diagnostics) if spec.summary else ""
+        emit(result.diagnostics, fmt, said, root, rules_url, extra)
         return
     lines = []
     for p in reader.problems:

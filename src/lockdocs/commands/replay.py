@@ -10,7 +10,7 @@ from pathlib import Path
 import psycopg
 
 from lockdocs.api import check as run_check
-from lockdocs.commands import Format, ReplayFormat
+from lockdocs.commands import ReplayFormat
 from lockdocs.commands.common import NoRoot, emit, fail, resolve_root
 from lockdocs.model import Model
 from lockdocs.postgres import present, run
@@ -49,7 +49,7 @@ def replay(
         )
     result = run_check(base, drift=False)
     if result.bad_input or result.model is None:
-        emit(result.diagnostics, Format.text, "the declarations are not valid")
+        emit(result.diagnostics, "text", "the declarations are not valid")
         return 2
     try:
         chosen = run.select(result.diagnostics, index, code, path)

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from lockdocs.api import load
-from lockdocs.commands import Format, ScanFormat
+from lockdocs.commands import ScanFormat
 from lockdocs.commands.common import NoRoot, emit, resolve_root
 from lockdocs.diagnostics import printable
 from lockdocs.project.root import RootNotFound, find_root, working_folder
@@ -43,7 +43,7 @@ def scan(root: Path | None, paths: list[Path], fmt: ScanFormat, coverage: bool) 
     if base is not None:
         model, diags = load(base)
         if model is None:
-            emit(diags, Format.text, "the declarations are not valid")
+            emit(diags, "text", "the declarations are not valid")
             return 2
     if paths:
         result, missing = scan_paths(base or here, paths, model)

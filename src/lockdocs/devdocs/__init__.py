@@ -1,10 +1,12 @@
 """The docs pages generated from the code: format (JSON Schema), rules (registry), CLI (typer),
-and the architecture page (the package's imports and module docstrings) with its diagram.
+and the architecture page (the package's imports and module docstrings) with its diagram; and
+the JSON Schema files the package ships for editors.
 
-`python -m lockdocs.devdocs` writes docs/reference/format.md, rules.md and cli.md, and
-docs/architecture.md with architecture/imports.dot and .svg; `python -m lockdocs.devdocs --check`
-exits 1 with a diff when the committed pages differ, so the docs cannot drift from the code
-(tests/test_devdocs.py runs it).
+`python -m lockdocs.devdocs` writes docs/reference/format.md, rules.md and cli.md,
+docs/architecture.md with architecture/imports.dot and .svg, and the JSON Schema files shipped in
+the package (lockdocs/schema/*.schema.json, for editors); `python -m lockdocs.devdocs --check`
+exits 1 with a diff when a committed file differs, so neither the docs nor the shipped schemas can
+drift from the code (tests/test_devdocs.py runs it).
 
 Everything here is a pure function from the code's own tables to Markdown text: no dates, no
 machine paths, sorted where the source has no order, so the output is byte-identical everywhere.
@@ -24,6 +26,8 @@ from lockdocs.devdocs.format import format_reference
 from lockdocs.devdocs.text import GENERATED_NOTE, fence
 from lockdocs.render.stamps import dot_hash, svg_stamp
 from lockdocs.render.svg import render_svg
+from lockdocs.rules.catalog import option_schemas
+from lockdocs.schema.definition import shipped_files
 
 _fence = fence  # the name the tests know
 
@@ -54,9 +58,22 @@ PAGES: dict[str, Callable[[], str]] = {
 DIAGRAMS = {architecture.DOT: architecture.SVG}
 
 
+# The package's folder of shipped schema files, and how a diff names it.
+SCHEMA_DIR = Path(__file__).resolve().parents[1] / "schema"
+_SCHEMA_SHOWN = "src/lockdocs/schema"
+
+
 def generate() -> dict[str, str]:
     """Every generated page: relative posix path under docs/ -> text."""
     return {rel: make() for rel, make in PAGES.items()}
+
+
+def _targets(docs: Path, pages: dict[str, str]) -> list[tuple[Path, str, str]]:
+    """Every generated file: where it is written, how a diff names it, its text."""
+    return [(docs / rel, f"docs/{rel}", text) for rel, text in pages.items()] + [
+        (SCHEMA_DIR / name, f"{_SCHEMA_SHOWN}/{name}", text)
+        for name, text in shipped_files(option_schemas()).items()
+    ]
 
 
 def _default_docs() -> Path:
@@ -67,11 +84,11 @@ def _default_docs() -> Path:
 
 
 def drift(docs: Path, pages: dict[str, str] | None = None) -> list[str]:
-    """Unified diffs of the committed pages against freshly generated ones (empty when current)."""
+    """Unified diffs of the committed pages and shipped schemas against freshly generated ones
+    (empty when current)."""
     pages = generate() if pages is None else pages
     diffs: list[str] = []
-    for rel, text in pages.items():
-        file = docs / rel
+    for file, shown, text in _targets(docs, pages):
         old = file.read_text(encoding="utf-8") if file.is_file() else ""
         if old != text:
             diffs.append(
@@ -79,8 +96,8 @@ def drift(docs: Path, pages: dict[str, str] | None = None) -> list[str]:
                     difflib.unified_diff(
                         old.splitlines(keepends=True),
                         text.splitlines(keepends=True),
-                        f"docs/{rel} (committed)",
-                        f"docs/{rel} (generated)",
+                        f"{shown} (committed)",
+                        f"{shown} (generated)",
                     )
                 )
             )
@@ -93,11 +110,10 @@ def drift(docs: Path, pages: dict[str, str] | None = None) -> list[str]:
 
 
 def write(docs: Path, pages: dict[str, str] | None = None) -> list[Path]:
-    """Write the pages that changed; returns the files written."""
+    """Write the pages (and shipped schemas) that changed; returns the files written."""
     pages = generate() if pages is None else pages
     written: list[Path] = []
-    for rel, text in pages.items():
-        file = docs / rel
+    for file, _shown, text in _targets(docs, pages):
         if file.is_file() and file.read_text(encoding="utf-8") == text:
             continue
         file.parent.mkdir(parents=True, exist_ok=True)
@@ -121,7 +137,7 @@ def write(docs: Path, pages: dict[str, str] | None = None) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m lockdocs.devdocs",
-        description="Generate the format, rules and CLI reference pages and the architecture page from the code.",
+        description="Generate the format, rules and CLI reference pages, the architecture page and the shipped JSON Schema files from the code.",
     )
     parser.add_argument(
         "--check",

@@ -1,4 +1,4 @@
-"""`python -m lockdocs.devdocs`: write the generated reference pages (or `--check` them)."""
+"""`python -m lockdocs.devdocs`: write the generated reference pages and shipped schemas (or `--check` them)."""
 
 from __future__ import annotations
 

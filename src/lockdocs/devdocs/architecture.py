@@ -133,7 +133,9 @@ def page(modules: dict[str, Path]) -> str:
         "layers, the diagram and the module list below are all read from the source, so they "
         "say what the code does today; `tests/test_architecture.py` fails on an import that "
         "goes up a layer or closes a circle, and `tests/test_devdocs.py` fails when this page "
-        "is out of date.",
+        "is out of date. The recipes for the common changes (a check, a declaration field, a "
+        "step kind, an output format, a command: the files, the generators, the tests) are in "
+        "`CONTRIBUTING.md` at the top of the repository.",
         "",
         "## Layers",
         "",

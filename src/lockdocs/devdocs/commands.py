@@ -12,7 +12,7 @@ import typer.main
 from lockdocs.cli import app
 from lockdocs.devdocs.text import GENERATED_NOTE, cell, code, code_cell, fence, prose, slug
 from lockdocs.rules.catalog import load_all
-from lockdocs.rules.registry import FAMILIES
+from lockdocs.rules.registry import FAMILIES, RuleInfo
 
 # The language of an example file's fence, by its suffix (YAML when none matches).
 _FENCES = {".sql": "sql", ".py": "python", ".go": "go"}
@@ -78,7 +78,9 @@ def rules_reference() -> str:
         "name the family. A code's severity is its default: change it per project under `checks:` "
         "in `locks.yaml` (or `[tool.lockdocs.checks]` in `pyproject.toml`) with `error`, "
         "`warning`, `info` or `off`. Only an error that no exception waives fails the check. "
-        "Declaration problems (LD0xx) always stop the run.",
+        "Declaration problems (LD0xx) always stop the run. A check with options (listed under "
+        "its **Options**) takes them under `checks:` in `locks.yaml`, as a mapping that may also "
+        "give the severity: `LD103: {severity: warning, min_odds: 0.01}`.",
         "",
         "`lockdocs rules` prints this list in a terminal.",
         "",
@@ -118,7 +120,31 @@ def rules_reference() -> str:
                 lines += ["**Example**", "", *_files_block(info.example)]
             if info.use_instead:
                 lines += ["**Use instead**", "", *_use_instead(info.example, info.use_instead)]
+            if info.options:
+                lines += _options(info)
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _options(info: RuleInfo) -> list[str]:
+    """The rule's options: how to set them, and each one's type, default and meaning."""
+    first = next(iter(info.options))
+    out = [
+        "**Options**",
+        "",
+        f"Set under `checks:` in `locks.yaml`, beside the severity or alone: "
+        f"`{info.code}: {{{first}: ...}}`.",
+        "",
+        "| Option | Type | Default | What it does |",
+        "|---|---|---|---|",
+    ]
+    for name, opt in info.options.items():
+        kind = str(opt.schema.get("type", "any"))
+        bounds = [f"{k} {opt.schema[k]}" for k in ("minimum", "maximum") if k in opt.schema]
+        out.append(
+            f"| {code_cell(name)} | {cell(kind + (' (' + ', '.join(bounds) + ')' if bounds else ''))}"
+            f" | {code_cell(str(opt.default))} | {cell(opt.description)} |"
+        )
+    return [*out, ""]
 
 
 def cli_reference() -> str:

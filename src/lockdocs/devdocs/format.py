@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from lockdocs.devdocs.text import GENERATED_NOTE, cell, code, code_cell, prose, slug
+from lockdocs.rules.catalog import option_schemas
 from lockdocs.schema.definition import locks_schema, paths_schema
 
 
@@ -84,6 +85,8 @@ class _SchemaPage:
             out.append(f"Must match {code(node['pattern'])}.")
         if "minimum" in node:
             out.append(f"At least {node['minimum']}.")
+        if "maximum" in node:
+            out.append(f"At most {node['maximum']}.")
         if "minItems" in node:
             out.append(f"At least {node['minItems']} item(s).")
         if "minLength" in node:
@@ -196,6 +199,6 @@ def format_reference() -> str:
         "VS Code, Neovim and Zed then complete and check the fields as you type.",
         "",
     ]
-    lines += page.render(locks_schema(), "locks.yaml", "locks-yaml")
+    lines += page.render(locks_schema(option_schemas()), "locks.yaml", "locks-yaml")
     lines += page.render(paths_schema(), "paths/*.yaml", "paths-yaml")
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from lockdocs.analysis.graph import strongly_connected
+
 # Top to bottom: (layer, module prefixes, why these modules sit here). A module belongs to the
 # layer of the longest prefix that names it or a package holding it.
 LAYERS: tuple[tuple[str, tuple[str, ...], str], ...] = (
@@ -154,6 +156,12 @@ LAZY: tuple[tuple[str, str, str], ...] = (
         "lockdocs.api",
         "The pipeline (YAML, the schema, the model, the analysis): only a check that the result "
         "cache and the manifest cannot answer, and validate.",
+    ),
+    (
+        "lockdocs.commands.common",
+        "lockdocs.api",
+        "The pipeline (YAML, the schema, the model): loaded by `load_project` for validate and "
+        "describe, never by a check that the result cache answers.",
     ),
     (
         "lockdocs.commands.check",
@@ -328,48 +336,10 @@ def graph(found: list[Import]) -> dict[str, set[str]]:
 
 
 def circles(nodes: list[str], edges: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan's algorithm, without
-    recursion), each sorted, in a fixed order."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-    for start in sorted(nodes):
-        if start in index:
-            continue
-        work: list[tuple[str, Iterator[str]]] = []
-        index[start] = low[start] = len(index)
-        stack.append(start)
-        on_stack.add(start)
-        work.append((start, iter(sorted(edges.get(start, ())))))
-        while work:
-            node, children = work[-1]
-            child = next(children, None)
-            if child is not None:
-                if child not in index:
-                    index[child] = low[child] = len(index)
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(sorted(edges.get(child, ())))))
-                elif child in on_stack:
-                    low[node] = min(low[node], index[child])
-                continue
-            work.pop()
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[node])
-            if low[node] == index[node]:
-                component: list[str] = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.append(member)
-                    if member == node:
-                        break
-                if len(component) > 1:
-                    found.append(sorted(component))
-    return sorted(found)
+    """The strongly connected components of more than one module, each sorted, in a fixed
+    order."""
+    succ = {node: sorted(dsts) for node, dsts in edges.items()}
+    return sorted(c for c in strongly_connected(nodes, succ) if len(c) > 1)
 
 
 def upward(found: list[Import]) -> list[Import]:

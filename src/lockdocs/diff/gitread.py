@@ -101,22 +101,28 @@ class Entry:
     size: int
 
 
-def list_tree(commit: str, repo: Repository) -> Iterator[Entry]:
-    """Every entry under the project folder at the commit (names relative to the project),
-    read as git streams it."""
-    args = ["ls-tree", "-r", "-z", "-l", "--full-tree", commit]
-    if repo.prefix:
-        args += ["--", repo.prefix.rstrip("/")]
+def _stream(args: list[str], repo: Repository, *, stdin: bool) -> subprocess.Popen[bytes]:
+    """A git process whose output is read as it comes (and, with `stdin`, fed as it runs)."""
     try:
-        proc = subprocess.Popen(
-            ["git", "--no-pager", "--literal-pathspecs", *args],
+        return subprocess.Popen(
+            ["git", "--no-pager", *args],
             cwd=repo.top,
+            stdin=subprocess.PIPE if stdin else None,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             env=_env(),
         )
     except OSError as exc:
         raise RevisionError(f"cannot run git: {exc.strerror or exc}") from None
+
+
+def list_tree(commit: str, repo: Repository) -> Iterator[Entry]:
+    """Every entry under the project folder at the commit (names relative to the project),
+    read as git streams it."""
+    args = ["ls-tree", "-r", "-z", "-l", "--full-tree", commit]
+    if repo.prefix:
+        args += ["--", repo.prefix.rstrip("/")]
+    proc = _stream(["--literal-pathspecs", *args], repo, stdin=False)
     assert proc.stdout is not None
     rest = b""
     try:
@@ -155,17 +161,7 @@ class BlobReader:
     (git answers in order), so many small files cost no round trip each."""
 
     def __init__(self, repo: Repository) -> None:
-        try:
-            self.proc = subprocess.Popen(
-                ["git", "--no-pager", "cat-file", "--batch"],
-                cwd=repo.top,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                env=_env(),
-            )
-        except OSError as exc:
-            raise RevisionError(f"cannot run git: {exc.strerror or exc}") from None
+        self.proc = _stream(["cat-file", "--batch"], repo, stdin=True)
 
     def __enter__(self) -> BlobReader:
         return self

@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 from lockdocs.diagnostics import printable
 from lockdocs.diff.compare import count
-from lockdocs.diff.text import sections, side_by_side
+from lockdocs.diff.text import sections, side_by_side, side_text
 from lockdocs.rules.catalog import load_all
 
 # GitHub refuses a comment over 65,536 characters; the workflow adds a marker line, so stay
@@ -62,13 +62,8 @@ def _code(s: str) -> str:
 
 
 def _side_md(side: dict[str, Any]) -> str:
-    """A side as the comment's headline names it (see text.side_text)."""
-    if side["kind"] == "revision":
-        note = f", {_md_escape(side['note'])}" if side.get("note") else ""
-        return f"{_code(side['name'])} (revision {_code(str(side['commit'])[:12])}{note})"
-    if side["kind"] == "folder":
-        return f"folder {_code(side['name'])}"
-    return "working tree"
+    """A side as the comment's headline names it."""
+    return side_text(side, _code, _md_escape)
 
 
 def _url(link: dict[str, str] | None, file: str, line: int) -> str | None:

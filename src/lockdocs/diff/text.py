@@ -4,6 +4,7 @@ Markdown print."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from difflib import SequenceMatcher
 from typing import Any
 
@@ -124,14 +125,23 @@ def _change_text(c: dict[str, str]) -> str:
     return f"    {c['field']}: {c['before'] or '(none)'} -> {c['after'] or '(none)'}"
 
 
-def side_text(side: dict[str, Any]) -> str:
+def _plain(s: str) -> str:
+    return s
+
+
+def side_text(
+    side: dict[str, Any],
+    name: Callable[[str], str] = _plain,
+    prose: Callable[[str], str] = _plain,
+) -> str:
     """What a side is, as the headline names it: a revision and the commit it resolved to, a
-    folder, or the working tree."""
+    folder, or the working tree. `name` writes a name or a commit, `prose` the revision's note
+    (Markdown's code spans and escapes; as they are in text)."""
     if side["kind"] == "revision":
-        note = f", {side['note']}" if side.get("note") else ""
-        return f"{side['name']} (revision {str(side['commit'])[:12]}{note})"
+        note = f", {prose(side['note'])}" if side.get("note") else ""
+        return f"{name(side['name'])} (revision {name(str(side['commit'])[:12])}{note})"
     if side["kind"] == "folder":
-        return f"folder {side['name']}"
+        return f"folder {name(side['name'])}"
     return "working tree"
 
 

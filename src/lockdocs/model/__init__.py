@@ -22,6 +22,7 @@ from lockdocs.model.locks import (
     Reference,
     Taker,
     TransactionKind,
+    as_declared,
 )
 from lockdocs.model.paths import (
     NEVER_WAITS,
@@ -38,6 +39,7 @@ from lockdocs.model.paths import (
     Step,
     Take,
     Write,
+    walk_steps,
 )
 from lockdocs.records import field, record
 
@@ -75,6 +77,8 @@ __all__ = [
     "TransactionKind",
     "Waiver",
     "Write",
+    "as_declared",
+    "walk_steps",
 ]
 
 
@@ -199,7 +203,10 @@ class Model:
     planned: tuple[Planned, ...]
     differences: tuple[Difference, ...] = ()
     issue_url: str | None = None
-    checks: dict[str, str] = field(default_factory=dict)
+    checks: dict[str, str] = field(default_factory=dict)  # a severity per check code
+    # The options set per check code (`checks: {LD103: {min_odds: 0.01}}`), as written: only
+    # lockdocs.config, which reads each rule's registered options, can check them.
+    check_options: dict[str, dict[str, object]] = field(default_factory=dict)
     rules_url: str | None = None  # the rules reference page, for links per rule (SARIF)
     files: tuple[str, ...] = ()
     code: tuple[CodeGlob, ...] = ()

@@ -7,7 +7,7 @@ from __future__ import annotations
 from functools import cached_property
 
 from lockdocs.diagnostics import Location
-from lockdocs.records import record
+from lockdocs.records import field, fields, record
 
 
 @record
@@ -102,7 +102,6 @@ class Backend:
     table: str | None = None
     mode: str | None = None
     how: str | None = None
-    isolation: str | None = None
     scope: str | None = None  # derived: the lock's scope on this backend
 
 
@@ -127,16 +126,27 @@ class Reference:
     column: str | None = None  # None: not declared (an update is taken to set it)
 
 
+# A field marked AS_DECLARED is text taken from the document as it is written: the resolver reads
+# it, the export writes it and the page's view carries it (LockView.declared) by its name, so a
+# new one is a field here and one in the schema (tests/test_schema.py keeps them together).
+AS_DECLARED = {"as_declared": True}
+
+
+def as_declared(cls: type) -> tuple[str, ...]:
+    """The fields of a model class that are text as declared, in order."""
+    return tuple(f.name for f in fields(cls) if f.metadata.get("as_declared"))
+
+
 @record
 class Lock:
     id: str
-    title: str
+    title: str = field(metadata=AS_DECLARED)
     kind: str  # advisory | row | table | memory
     scope: str  # transaction | session | process (memory locks only)
     location: Location
     key: Key | None = None
-    table: str | None = None
-    row: str | None = None
+    table: str | None = field(default=None, metadata=AS_DECLARED)
+    row: str | None = field(default=None, metadata=AS_DECLARED)
     modes: tuple[tuple[str, str], ...] = ()
     mode_text: str | None = None
     options: tuple[str, ...] = ()
@@ -154,8 +164,8 @@ class Lock:
     cluster_wide: bool = False
     backends: tuple[Backend, ...] = ()
     takers: tuple[Taker, ...] = ()
-    serializes: str | None = None
-    notes: str | None = None
+    serializes: str | None = field(default=None, metadata=AS_DECLARED)
+    notes: str | None = field(default=None, metadata=AS_DECLARED)
     issues: tuple[int, ...] = ()
 
     @cached_property

@@ -4,6 +4,8 @@ writes, transaction ends, releases), the `Step` union of them, paths and their g
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+
 from lockdocs.diagnostics import Location
 from lockdocs.records import record
 
@@ -151,6 +153,19 @@ class Release:
 
 
 Step = Take | Loop | Branches | Run | Call | External | Write | Begin | End | Release
+
+
+def walk_steps(steps: Iterable[Step]) -> Iterator[Step]:
+    """Every step, nested ones included, in document order (not into run: targets)."""
+    for s in steps:
+        yield s
+        if isinstance(s, Loop):
+            yield from walk_steps(s.steps)
+        elif isinstance(s, Branches) and s.statement:
+            yield from s.statement  # a set take: each element once, not once per order
+        elif isinstance(s, Branches):
+            for _, alt in s.alternatives:
+                yield from walk_steps(alt)
 
 
 @record

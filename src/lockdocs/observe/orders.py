@@ -15,14 +15,14 @@ deadlock the declarations missed, whose proof names the transactions' log lines.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Location
 from lockdocs.observe.paths import First
+from lockdocs.records import replace
+from lockdocs.rules.catalog import load_all
 from lockdocs.rules.context import Context
-from lockdocs.rules.limits import check_unfinished
-from lockdocs.rules.ordering import check_cycles
 
 MAX_SEQUENCES = 500  # distinct observed sequences given to the cycle search
 OBSERVED_GROUP = "Observed transactions"
@@ -152,14 +152,16 @@ class Orders:
         ctx = Context(observed)
         synthetic = {p for p in observed.paths if p not in model.paths}
         out = []
-        for d in check_cycles(ctx):
+        for d in load_all()["LD201"].run(ctx):
             if not set(d.paths) & synthetic:
                 continue
             if frozenset(d.locks) in declared_cycles:
                 continue
             out.append(d)
         # a search that stopped at its budget is said (LD204), unless check says it already
-        out += [d for d in check_unfinished(ctx) if frozenset(d.locks) not in declared_cycles]
+        out += [
+            d for d in load_all()["LD204"].run(ctx) if frozenset(d.locks) not in declared_cycles
+        ]
         return out
 
 

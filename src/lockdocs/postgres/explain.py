@@ -349,16 +349,7 @@ class Explainer:
                 case.says.append(
                     f"the cycle lockdocs reports as {d.code} at {d.location}: {d.message}{waived}"
                 )
-                case.findings.append(
-                    {
-                        "code": d.code,
-                        "file": d.location.file,
-                        "line": d.location.line,
-                        "message": d.message,
-                        "paths": list(d.paths),
-                        "waived_by": d.waived_by or None,
-                    }
-                )
+                case.findings.append(_finding_json(d))
             return
         missing = [p for p in procs if not p.takers]
         if missing:
@@ -415,17 +406,20 @@ class Explainer:
                 case.says.append(
                     f"{want} is on the cycle lockdocs reports as {d.code} at {d.location}"
                 )
-                case.findings.append(
-                    {
-                        "code": d.code,
-                        "file": d.location.file,
-                        "line": d.location.line,
-                        "message": d.message,
-                        "paths": list(d.paths),
-                        "waived_by": d.waived_by or None,
-                    }
-                )
+                case.findings.append(_finding_json(d))
         return case
+
+
+def _finding_json(d: Diagnostic) -> dict[str, object]:
+    """A finding as an explained case names it (JSON and the text's 'reported as' line)."""
+    return {
+        "code": d.code,
+        "file": d.location.file,
+        "line": d.location.line,
+        "message": d.message,
+        "paths": list(d.paths),
+        "waived_by": d.waived_by or None,
+    }
 
 
 def _context_statement(context: str) -> str | None:

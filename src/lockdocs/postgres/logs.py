@@ -53,18 +53,6 @@ class LockTag:
     text: str = ""
 
     @property
-    def advisory_key(self) -> tuple[str, int | tuple[int, int]] | None:
-        """('bigint', value) or ('int4 pair', (k1, k2)) for an advisory tag."""
-        if self.kind != "advisory":
-            return None
-        _db, hi, lo, space = self.fields
-        if space == 1:
-            value = (hi << 32) | lo
-            return "bigint", value - (1 << 64) if value >= 1 << 63 else value
-        signed = [v - (1 << 32) if v >= 1 << 31 else v for v in (hi, lo)]
-        return "int4 pair", (signed[0], signed[1])
-
-    @property
     def advisory_tag(self) -> tuple[int, int, int] | None:
         if self.kind != "advisory":
             return None

@@ -5,6 +5,7 @@ section, into one `Model`; the page, `planned:`, `differences:` and `code:` are 
 from __future__ import annotations
 
 from pathlib import Path as FsPath
+from typing import Any
 
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Severity
@@ -106,9 +107,11 @@ def resolve(rv: Resolver) -> m.Model | None:
         differences=tuple(differences),
         issue_url=rv.data.get("issues"),
         rules_url=rv.data.get("rules_url"),
-        checks={
-            code: "off" if value is False else str(value)
+        checks=resolve_severities(rv.data.get("checks") or {}),
+        check_options={
+            code: {k: v for k, v in value.items() if k != "severity"}
             for code, value in (rv.data.get("checks") or {}).items()
+            if isinstance(value, dict) and set(value) - {"severity"}
         },
         files=(LOCKS_FILE, *(d.file for d in rv.path_docs)),
         code=code,
@@ -117,6 +120,16 @@ def resolve(rv: Resolver) -> m.Model | None:
         limits=m.Limits(**(rv.data.get("limits") or {})),
         observe=observe,
     )
+
+
+def resolve_severities(checks: dict[str, Any]) -> dict[str, str]:
+    """The severity set per check code: the value, or its severity: (YAML's false is off)."""
+    out = {}
+    for code, value in checks.items():
+        severity = value.get("severity") if isinstance(value, dict) else value
+        if severity is not None:
+            out[code] = "off" if severity is False else str(severity)
+    return out
 
 
 def resolve_code(rv: Resolver) -> tuple[m.CodeGlob, ...]:

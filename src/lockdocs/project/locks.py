@@ -13,6 +13,9 @@ from lockdocs.model.columns import key_columns, part_column
 from lockdocs.modes import modes_for_kind
 from lockdocs.project.state import Resolver, did_you_mean, via
 
+# The lock's fields read as they are written (model.locks.AS_DECLARED).
+_AS_DECLARED = m.as_declared(m.Lock)
+
 
 def resolve_locks(rv: Resolver) -> dict[str, m.Lock]:
     out: dict[str, m.Lock] = {}
@@ -88,7 +91,6 @@ def resolve_locks(rv: Resolver) -> dict[str, m.Lock]:
                 b.get("table"),
                 b.get("mode"),
                 b.get("how"),
-                b.get("isolation"),
                 backend_scope(rv, lid, name, b, scope),
             )
             for name, b in (raw.get("backends") or {}).items()
@@ -103,13 +105,11 @@ def resolve_locks(rv: Resolver) -> dict[str, m.Lock]:
                 )
         out[lid] = m.Lock(
             id=lid,
-            title=raw["title"],
+            **{name: raw.get(name) for name in _AS_DECLARED},
             kind=kind,
             scope=scope,
             location=loc,
             key=key,
-            table=raw.get("table"),
-            row=raw.get("row"),
             modes=tuple(modes),
             mode_text=raw.get("mode_text"),
             options=tuple(raw.get("options") or ()),
@@ -125,8 +125,6 @@ def resolve_locks(rv: Resolver) -> dict[str, m.Lock]:
             cluster_wide=cluster_wide(rv, lid, kind, raw),
             backends=backends,
             takers=tuple(takers),
-            serializes=raw.get("serializes"),
-            notes=raw.get("notes"),
             issues=tuple(raw.get("issues") or ()),
         )
     return out

@@ -14,6 +14,9 @@ from lockdocs.load import Document
 from lockdocs.project.files import MAX_SET
 from lockdocs.project.state import Resolver, via
 
+# The step keys that end a transaction: each is an `End` of that name.
+_ENDS = ("commit", "rollback", "leave_open")
+
 
 class PathCtx:
     def __init__(self) -> None:
@@ -106,28 +109,9 @@ def resolve_steps(
         elif "begin" in raw:
             ctx.begins.append((raw["begin"], doc, (*p, "begin")))
             out.append(m.Begin(raw["begin"], loc, raw.get("note"), raw.get("backend")))
-        elif "commit" in raw:
-            out.append(
-                m.End(
-                    "commit",
-                    loc,
-                    raw.get("commit") or None,
-                    raw.get("backend"),
-                    raw.get("connection"),
-                )
-            )
-        elif "rollback" in raw:
-            out.append(
-                m.End(
-                    "rollback",
-                    loc,
-                    raw.get("rollback") or None,
-                    raw.get("backend"),
-                    raw.get("connection"),
-                )
-            )
-        elif "leave_open" in raw:
-            out.append(m.End("leave_open", loc, raw.get("leave_open") or None, raw.get("backend")))
+        elif how := next((k for k in _ENDS if k in raw), None):
+            end = raw.get(how) or None
+            out.append(m.End(how, loc, end, raw.get("backend"), raw.get("connection")))
         elif "release" in raw and rv.lock_ref(doc, (*p, "release"), raw["release"], locks):
             out.append(
                 m.Release(

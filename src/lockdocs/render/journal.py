@@ -45,7 +45,7 @@ def _journal_entries(root: Path) -> tuple[list[dict[str, str | None]], str]:
         if journal.stat().st_size > _MAX_JOURNAL_BYTES:
             return [], "it is far larger than any journal a build writes"
         entries = json.loads(journal.read_bytes().decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):  # a planted one may nest deeply
         return [], "it is not JSON"
     if not isinstance(entries, list):
         return [], "it is not a list of entries"

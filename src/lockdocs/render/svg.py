@@ -156,7 +156,6 @@ BATCH_GRAPHS = 64
 BATCH_BYTES = 256 * 1024
 _NAMED_SUBGRAPH_RE = re.compile(r"\bsubgraph\s+[^\s{]")
 _PAGE_GROUP_RE = re.compile(r'<g id="page\d+,\d+_graph(\d+)"')
-_DOC_START = "<?xml "
 
 
 def _alone(dot_text: str) -> bool:

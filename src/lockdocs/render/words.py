@@ -39,17 +39,6 @@ def mode_label(kind: str, mode: str, option: str | None = None) -> str:
     return label
 
 
-def first_sentence(s: str | None) -> str | None:
-    """The first sentence of a prose field, for a narrow table cell."""
-    if not s:
-        return s
-    flat = " ".join(s.split())
-    i = flat.find(". ")
-    if 0 < i < len(flat) - 2:
-        flat = flat[: i + 1]
-    return flat
-
-
 def order_words(order: str | None) -> str | None:
     """'ascending sku' -> 'ascending sku order'; a phrase that already names an order or reads
     as a sequence ('provision order', 'the parked site first, then the activated site', 'the
@@ -133,12 +122,6 @@ def sentence(s: str) -> str:
 def bare(s: str) -> str:
     """A title used as link text inside a sentence: no closing full stop."""
     return " ".join(s.split()).rstrip(".")
-
-
-def ordinal(n: int) -> str:
-    """'a second', 'a third' ... for the transactions a path opens."""
-    words = {1: "a", 2: "a second", 3: "a third", 4: "a fourth", 5: "a fifth"}
-    return words.get(n, "another")
 
 
 def as_tuple(value: object) -> tuple[object, ...]:
@@ -316,20 +299,13 @@ def scope_facts(model: m.Model) -> tuple[str, ...]:
             missing.append("FOR SHARE")
         if missing:
             facts.append("No code takes " + " or ".join(missing) + ".")
-    memory = [lk.title for lk in locks if lk.kind == "memory" and lk.scope == "process"]
-    if memory:
-        facts.append(
-            "In-process locks live in one process and are held until released: "
-            + ", ".join(memory)
-            + "."
-        )
-    shared = [lk.title for lk in locks if lk.kind == "memory" and lk.scope == "session"]
-    if shared:
-        facts.append(
-            "In-memory locks every server process shares, held until released: "
-            + ", ".join(shared)
-            + "."
-        )
+    for scope, said in (
+        ("process", "In-process locks live in one process and are held until released: "),
+        ("session", "In-memory locks every server process shares, held until released: "),
+    ):
+        titles = [lk.title for lk in locks if lk.kind == "memory" and lk.scope == scope]
+        if titles:
+            facts.append(said + ", ".join(titles) + ".")
     for backend, n in model.replicas:
         if n > 1:
             on = f" on {backend_name(backend)}" if backend else ""
@@ -345,19 +321,3 @@ def key_expression(key: m.Key) -> str:
     if key.construction == "constant" and key.value is not None:
         return str(key.value)
     return key_sql(key)
-
-
-def key_short(key: m.Key) -> str:
-    """A key short enough for a table cell; the lock's section has the whole expression."""
-    if key.construction == "constant":
-        if key.constant_name:
-            return key.constant_name
-        return str(key.value if key.value is not None else key.constant_value)
-    full = key_sql(key)
-    if len(full) <= 48 or key.text is None or key.text.fixed:
-        return full
-    kt = key.text
-    head = "'" + (kt.prefix or "").replace("'", "''") + "' || …" if kt.prefix else "…"
-    if key.construction == "hashtextextended":
-        return f"hashtextextended({head}, {kt.seed})"
-    return f"hashtext({head})::bigint"

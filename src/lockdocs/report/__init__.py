@@ -1,9 +1,13 @@
 """Diagnostics -> text, JSON, GitHub workflow commands or SARIF 2.1.0 (report/sarif.py).
 
-Reporters are a name -> function table; each takes the sorted list, the summary line and a
-`Where` (how file paths start and where rule links point) and returns the whole output. Text
-keeps the project-relative paths a person reads; JSON, GitHub and SARIF use paths relative to
-the repository, which is what CI places on files.
+`FORMATS` is the one table of the output formats of `check` and `validate`: each format's
+reporter and how the commands treat it (its summary line, colour, the paths it names). The
+`--format` choices of the CLI, its fast route (`entry.py`) and every decision of the commands
+are read from it. A reporter takes the sorted list, the summary line, a `Where` (how file
+paths start and where rule links point) and extra top-level keys that a format may print (JSON:
+the coverage of the scanned SQL), and returns the whole output. Text keeps the project-relative
+paths a person reads; the others use paths relative to the repository, which is what CI places
+on files.
 """
 
 from __future__ import annotations
@@ -12,16 +16,28 @@ import json
 from typing import Any, Protocol
 
 from lockdocs.diagnostics import Diagnostic, Related, Severity, printable
+from lockdocs.records import record
 from lockdocs.report.where import Where
 
 HERE = Where()
 
 
 class Reporter(Protocol):
-    def __call__(self, diags: list[Diagnostic], summary: str, where: Where = HERE) -> str: ...
+    def __call__(
+        self,
+        diags: list[Diagnostic],
+        summary: str,
+        where: Where = HERE,
+        extra: dict[str, Any] | None = None,
+    ) -> str: ...
 
 
-def _text(diags: list[Diagnostic], summary: str, where: Where = HERE) -> str:
+def _text(
+    diags: list[Diagnostic],
+    summary: str,
+    where: Where = HERE,
+    extra: dict[str, Any] | None = None,
+) -> str:
     """One line per finding, its details and hint indented; user strings go through
     `printable`, so no escape sequence or newline in a declaration reaches the terminal."""
     p = printable
@@ -105,7 +121,12 @@ def _gh_escape_prop(s: str) -> str:
     return _gh_escape_data(s).replace(":", "%3A").replace(",", "%2C")
 
 
-def _github(diags: list[Diagnostic], summary: str, where: Where = HERE) -> str:
+def _github(
+    diags: list[Diagnostic],
+    summary: str,
+    where: Where = HERE,
+    extra: dict[str, Any] | None = None,
+) -> str:
     level = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
     lines = []
     for d in diags:
@@ -127,17 +148,34 @@ def _github(diags: list[Diagnostic], summary: str, where: Where = HERE) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _sarif(diags: list[Diagnostic], summary: str, where: Where = HERE) -> str:
+def _sarif(
+    diags: list[Diagnostic],
+    summary: str,
+    where: Where = HERE,
+    extra: dict[str, Any] | None = None,
+) -> str:
     from lockdocs.report.sarif import sarif
 
     return sarif(diags, where)
 
 
-json_report = _json
+@record
+class OutputFormat:
+    """One `--format` of check and validate."""
 
-REPORTERS: dict[str, Reporter] = {
-    "text": _text,
-    "json": _json,
-    "github": _github,
-    "sarif": _sarif,
+    reporter: Reporter
+    # check prints its summary line (the counts of findings, the drift) in this format
+    summary: bool
+    # written for a person at a terminal: colours, paths from the project's folder, and
+    # validate's line with the counts of locks, paths and files (the others: "ok")
+    terminal: bool
+
+
+FORMATS: dict[str, OutputFormat] = {
+    "text": OutputFormat(_text, summary=True, terminal=True),
+    "json": OutputFormat(_json, summary=True, terminal=False),
+    "github": OutputFormat(_github, summary=False, terminal=False),
+    "sarif": OutputFormat(_sarif, summary=False, terminal=False),
 }
+
+REPORTERS: dict[str, Reporter] = {name: f.reporter for name, f in FORMATS.items()}

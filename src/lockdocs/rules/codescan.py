@@ -9,7 +9,7 @@ the SQL can be waived there with `-- lockdocs: ignore LD7xx reason`.
 from __future__ import annotations
 
 from lockdocs.diagnostics import Severity
-from lockdocs.rules.registry import RuleInfo, fixed_example, register
+from lockdocs.rules.registry import describe
 
 _LOCKS = """\
 lockdocs: 1
@@ -50,67 +50,43 @@ SELECT pg_advisory_xact_lock(hashtextextended('ledger:' || $1::text, 0));
 """
 
 
-def _doc(
-    code: str,
-    name: str,
-    severity: Severity,
-    summary: str,
-    what: str,
-    why: str,
-    example: dict[str, str],
-    use_instead: dict[str, str | tuple[str, str]],
-) -> None:
-    register(
-        RuleInfo(
-            code,
-            name,
-            severity,
-            summary,
-            what,
-            why,
-            example,
-            fixed_example(example, use_instead),
-        )
-    )
-
-
-_doc(
+describe(
     "LD701",
     "stale-taker",
     Severity.ERROR,
-    "A declared taker names no code that takes the lock.",
-    "Looks up every taker in `taken_by` (its name and its `via`) in the scanned code: a sqlc "
+    summary="A declared taker names no code that takes the lock.",
+    what="Looks up every taker in `taken_by` (its name and its `via`) in the scanned code: a sqlc "
     "query name, a SQL function, or the Python or Go function around a literal. Reports a taker "
     "that names nothing there, or names code that takes no lock of that kind; a take step's "
     "`via` is checked the same way when no taker of the lock covers it. A taker of kind "
     "`function` with no `via` is only looked up when source files are scanned.",
-    "A query that was renamed or deleted leaves the page naming code that no longer exists, and "
+    why="A query that was renamed or deleted leaves the page naming code that no longer exists, and "
     "the lock order it documents is then a guess.",
-    {
+    example={
         "locks.yaml": _LOCKS,
         "db/queries.sql": _QUERIES.replace("LockAccount :one", "LockAccountForUpdate :one"),
     },
-    {"locks.yaml": ("name: LockAccount,", "name: LockAccountForUpdate,")},
+    use_instead={"locks.yaml": ("name: LockAccount,", "name: LockAccountForUpdate,")},
 )
 
-_doc(
+describe(
     "LD702",
     "undeclared-lock",
     Severity.ERROR,
-    "The code takes a declared lock (or an explicit row lock) that no declaration names.",
-    "Reports, at the statement, a lock whose table or key belongs to a declared lock when no "
+    summary="The code takes a declared lock (or an explicit row lock) that no declaration names.",
+    what="Reports, at the statement, a lock whose table or key belongs to a declared lock when no "
     "taker and no step's `via` names the statement, and an explicit locking clause on a table "
     "no lock declares. UPDATE and DELETE count with the row locks they take implicitly; on a "
     "table that no lock declares they are left alone.",
-    "A new `FOR UPDATE`, or a second writer of a serializing row, that the page does not list "
+    why="A new `FOR UPDATE`, or a second writer of a serializing row, that the page does not list "
     "is exactly the lock a reader of the page will not think of when the next deadlock comes.",
-    {
+    example={
         "locks.yaml": _LOCKS,
         "db/queries.sql": _QUERIES
         + "\n-- name: DebitAccount :exec\n"
         + "UPDATE app.accounts SET balance = balance - $2 WHERE id = $1;\n",
     },
-    {
+    use_instead={
         "locks.yaml": (
             "    modes: {for update: every writer}\n    taken_by:\n      - {name: LockAccount, kind: query}\n",
             "    modes: {for update: LockAccount, for no key update: DebitAccount}\n"
@@ -120,75 +96,75 @@ _doc(
     },
 )
 
-_doc(
+describe(
     "LD703",
     "mode-mismatch",
     Severity.ERROR,
-    "The code takes the lock in another mode than declared.",
-    "Compares the strongest mode a statement takes a lock in with the taker's `mode:` (or the "
+    summary="The code takes the lock in another mode than declared.",
+    what="Compares the strongest mode a statement takes a lock in with the taker's `mode:` (or the "
     "lock's modes, or the step's mode); also NOWAIT and SKIP LOCKED against `option:` and "
     "`options:`, a session-level advisory call against a transaction-scoped lock, and a "
     "`pg_try_advisory_*` call (which never waits) against a step that waits, or a waiting call "
     "against a step declared `try:`.",
-    "The lock-order analysis decides what waits for what from the declared modes: FOR UPDATE "
+    why="The lock-order analysis decides what waits for what from the declared modes: FOR UPDATE "
     "blocks a foreign-key check that FOR NO KEY UPDATE lets through, so a wrong mode gives a "
     "wrong answer.",
-    {
+    example={
         "locks.yaml": _LOCKS,
         "db/queries.sql": _QUERIES.replace("FOR UPDATE", "FOR NO KEY UPDATE"),
     },
-    {"db/queries.sql": ("FOR NO KEY UPDATE", "FOR UPDATE")},
+    use_instead={"db/queries.sql": ("FOR NO KEY UPDATE", "FOR UPDATE")},
 )
 
-_doc(
+describe(
     "LD704",
     "table-mismatch",
     Severity.ERROR,
-    "A taker's statement locks rows of another table than the lock's.",
-    "Reports, at the statement, a taker whose code takes row (or table) locks, none of them on "
+    summary="A taker's statement locks rows of another table than the lock's.",
+    what="Reports, at the statement, a taker whose code takes row (or table) locks, none of them on "
     "the declared table.",
-    "The declaration then documents a lock the code does not take, and misses the one it does.",
-    {
+    why="The declaration then documents a lock the code does not take, and misses the one it does.",
+    example={
         "locks.yaml": _LOCKS,
         "db/queries.sql": _QUERIES.replace("app.accounts", "app.account_holds"),
     },
-    {"db/queries.sql": ("app.account_holds", "app.accounts")},
+    use_instead={"db/queries.sql": ("app.account_holds", "app.accounts")},
 )
 
-_doc(
+describe(
     "LD705",
     "key-mismatch",
     Severity.ERROR,
-    "A taker builds its advisory key differently from the declaration.",
-    "Reads the key expression of every advisory call (the hash function, the literal prefix, "
+    summary="A taker builds its advisory key differently from the declaration.",
+    what="Reads the key expression of every advisory call (the hash function, the literal prefix, "
     "the runtime parts and the separators between them, the seed, a constant, the two-int4 "
     "form) and reports each way it differs from the declared `key:`, at the call.",
-    "Two families are kept apart only by their prefix and hash; a key built with 'ledger-' "
+    why="Two families are kept apart only by their prefix and hash; a key built with 'ledger-' "
     "where 'ledger:' is declared is a different lock from the one the page analyses.",
-    {
+    example={
         "locks.yaml": _ADVISORY,
         "db/queries.sql": _LEDGER_SQL.replace("'ledger:'", "'ledger-'"),
     },
-    {"db/queries.sql": ("'ledger-'", "'ledger:'")},
+    use_instead={"db/queries.sql": ("'ledger-'", "'ledger:'")},
 )
 
-_doc(
+describe(
     "LD706",
     "unknown-key",
     Severity.ERROR,
-    "An advisory key matches no declared lock.",
-    "Reports an advisory call whose key construction matches no declared advisory lock and "
+    summary="An advisory key matches no declared lock.",
+    what="Reports an advisory call whose key construction matches no declared advisory lock and "
     "whose statement no declaration names; a key passed in as a parameter is reported the "
     "same way, since nothing ties it to a family.",
-    "An advisory lock the declarations do not know is invisible to the key-collision and "
+    why="An advisory lock the declarations do not know is invisible to the key-collision and "
     "lock-order checks.",
-    {
+    example={
         "locks.yaml": _ADVISORY,
         "db/queries.sql": _LEDGER_SQL
         + "\n-- name: LockReport :exec\n"
         + "SELECT pg_advisory_xact_lock(hashtextextended('report:' || $1::text, 0));\n",
     },
-    {
+    use_instead={
         "locks.yaml": _ADVISORY
         + """\
   report:
@@ -202,21 +178,21 @@ _doc(
     },
 )
 
-_doc(
+describe(
     "LD707",
     "bad-waiver",
     Severity.ERROR,
-    "A waiver comment in the SQL gives no reason or names no LD7xx code.",
-    "Reads every `-- lockdocs:` comment; it must say `ignore`, one or more LD7xx codes, and "
+    summary="A waiver comment in the SQL gives no reason or names no LD7xx code.",
+    what="Reads every `-- lockdocs:` comment; it must say `ignore`, one or more LD7xx codes, and "
     "why the finding does not apply.",
-    "A waiver without a reason hides a finding without telling the next reader why it is safe.",
-    {
+    why="A waiver without a reason hides a finding without telling the next reader why it is safe.",
+    example={
         "locks.yaml": _LOCKS,
         "db/queries.sql": _QUERIES
         + "\n-- name: DebitAccount :exec\n-- lockdocs: ignore LD702\n"
         + "UPDATE app.accounts SET balance = balance - $2 WHERE id = $1;\n",
     },
-    {
+    use_instead={
         "db/queries.sql": (
             "ignore LD702\n",
             "ignore LD702 the debit only runs under LockAccount, which is declared\n",
@@ -224,43 +200,45 @@ _doc(
     },
 )
 
-_doc(
+describe(
     "LD708",
     "unused-waiver",
     Severity.ERROR,
-    "A waiver comment in the code waives nothing.",
-    "Reports a `lockdocs: ignore` comment (in the SQL, or above a Python or Go call) whose "
+    summary="A waiver comment in the code waives nothing.",
+    what="Reports a `lockdocs: ignore` comment (in the SQL, or above a Python or Go call) whose "
     "statement has no finding of the codes it names, like an unused `noqa`. It weighs what a "
     "stale exception in locks.yaml (LD401) weighs.",
-    "A waiver left behind after a fix would silently cover the next, different problem of the "
+    why="A waiver left behind after a fix would silently cover the next, different problem of the "
     "same statement.",
-    {
+    example={
         "locks.yaml": _LOCKS,
         "db/queries.sql": "-- lockdocs: ignore LD703 written before the mode was fixed\n"
         + _QUERIES,
     },
-    {"db/queries.sql": ("-- lockdocs: ignore LD703 written before the mode was fixed\n", "")},
+    use_instead={
+        "db/queries.sql": ("-- lockdocs: ignore LD703 written before the mode was fixed\n", "")
+    },
 )
 
-_doc(
+describe(
     "LD709",
     "sql-syntax",
     Severity.ERROR,
-    "A statement in the scanned SQL does not parse: its lines are not read.",
-    "Parses every statement with Postgres's own parser (pglast), function bodies included, and "
+    summary="A statement in the scanned SQL does not parse: its lines are not read.",
+    what="Parses every statement with Postgres's own parser (pglast), function bodies included, and "
     "reports one that fails at the place it fails, naming the lines that are therefore not "
     "read. A lexer error (an unterminated quote, `1x`, a bad escape) costs only the statement "
     "that holds it; an unterminated quote or comment runs, as in Postgres, to the end of the "
     "file. The statement's sqlc name still counts: a taker of that name is 'not checked', not "
     "missing. It is an error, because a check must never pass on SQL it did not read; waive it "
     "above the statement (`-- lockdocs: ignore LD709 <reason>`) to accept that.",
-    "A statement lockdocs cannot read is a statement whose locks it cannot compare: an "
+    why="A statement lockdocs cannot read is a statement whose locks it cannot compare: an "
     "undeclared FOR UPDATE in it would pass unseen.",
-    {
+    example={
         "locks.yaml": _LOCKS,
         "db/queries.sql": _QUERIES + "\n-- name: Broken :exec\nSELEC 1;\n",
     },
-    {"db/queries.sql": ("SELEC 1;", "SELECT 1;")},
+    use_instead={"db/queries.sql": ("SELEC 1;", "SELECT 1;")},
 )
 
 _PLPGSQL_LOCKS = _LOCKS.replace(
@@ -277,12 +255,12 @@ END
 $$;
 """
 
-_doc(
+describe(
     "LD712",
     "unread-plpgsql",
     Severity.ERROR,
-    "lockdocs cannot read a PL/pgSQL body (or a statement in one): its lines are not read.",
-    "Reads every PL/pgSQL body with pglast's PL/pgSQL parser, which compiles it as the server "
+    summary="lockdocs cannot read a PL/pgSQL body (or a statement in one): its lines are not read.",
+    what="Reads every PL/pgSQL body with pglast's PL/pgSQL parser, which compiles it as the server "
     "does but knows none of the database's types and tables; a body it refuses is read again "
     "with stand-in types for every parameter, result and variable (text or record, text[] for "
     "an array). What it still cannot read is reported at the function, naming the lines not "
@@ -292,42 +270,42 @@ _doc(
     "needs what only the database knows; for the latter, waive it above the CREATE FUNCTION "
     "(`-- lockdocs: ignore LD712 <reason>`) once its locks are checked by hand. A syntax error "
     "in a body is LD709.",
-    "A body lockdocs cannot read is code whose locks it cannot compare: the declarations of "
+    why="A body lockdocs cannot read is code whose locks it cannot compare: the declarations of "
     "that function are unverified, and the check must say so rather than pass.",
-    {
+    example={
         "locks.yaml": _PLPGSQL_LOCKS,
         "db/functions.sql": _PLPGSQL,
     },
-    {"db/functions.sql": ("WHEN lock_timeout", "WHEN lock_not_available")},
+    use_instead={"db/functions.sql": ("WHEN lock_timeout", "WHEN lock_not_available")},
 )
 
-_doc(
+describe(
     "LD710",
     "unreadable-code",
     Severity.WARNING,
-    "A file that `code:` matches cannot be scanned; it is skipped.",
-    "Reports a file that is not .sql, .py or .go, is not UTF-8, holds a NUL byte, is larger "
+    summary="A file that `code:` matches cannot be scanned; it is skipped.",
+    what="Reports a file that is not .sql, .py or .go, is not UTF-8, holds a NUL byte, is larger "
     "than 4 MiB, or (Python) does not parse.",
-    "A pattern that sweeps in other files reads nothing from them; saying so keeps the "
+    why="A pattern that sweeps in other files reads nothing from them; saying so keeps the "
     "coverage figures honest.",
-    {
+    example={
         "locks.yaml": _LOCKS.replace('["db/*.sql"]', '["db/*"]'),
         "db/queries.sql": _QUERIES,
         "db/README.md": "Queries for the accounts service.\n",
     },
-    {"locks.yaml": ('["db/*"]', '["db/*.sql"]')},
+    use_instead={"locks.yaml": ('["db/*"]', '["db/*.sql"]')},
 )
 
-_doc(
+describe(
     "LD711",
     "empty-code-glob",
     Severity.WARNING,
-    "A `code:` pattern matches no file.",
-    "Reports, at the pattern in locks.yaml, a glob that matches no file under the project.",
-    "A misspelt folder would make the check compare the declarations with no code at all.",
-    {
+    summary="A `code:` pattern matches no file.",
+    what="Reports, at the pattern in locks.yaml, a glob that matches no file under the project.",
+    why="A misspelt folder would make the check compare the declarations with no code at all.",
+    example={
         "locks.yaml": _LOCKS.replace('["db/*.sql"]', '["db/*.sql", "sql/*.sql"]'),
         "db/queries.sql": _QUERIES,
     },
-    {"locks.yaml": ('["db/*.sql", "sql/*.sql"]', '["db/*.sql"]')},
+    use_instead={"locks.yaml": ('["db/*.sql", "sql/*.sql"]', '["db/*.sql"]')},
 )

@@ -11,6 +11,8 @@ from collections.abc import Iterable
 from lockdocs.diagnostics import Diagnostic, Severity
 from lockdocs.modes import conflicts
 from lockdocs.rules.context import Context, once_per_step, step_finding
+from lockdocs.rules.examples import ACCOUNT_ROW, HEAD
+from lockdocs.rules.finder import Finder
 from lockdocs.rules.registry import rule
 
 
@@ -31,16 +33,7 @@ from lockdocs.rules.registry import rule
         "cycle: the worker hangs until a lock_timeout or a restart."
     ),
     example={
-        "locks.yaml": """\
-lockdocs: 1
-page: {title: Locks}
-locks:
-  account:
-    title: Account row
-    kind: row
-    table: app.accounts
-    modes: {for no key update: writers}
-""",
+        "locks.yaml": HEAD + "locks:\n" + ACCOUNT_ROW,
         "paths/money.yaml": """\
 group: Money
 paths:
@@ -60,7 +53,7 @@ paths:
         ),
     },
 )
-def check_self_waits(ctx: Context) -> Iterable[Diagnostic]:
+def check_self_waits(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
     for backend in ctx.backends:
         found = []
         for ev in ctx.events(backend):
@@ -85,8 +78,7 @@ def check_self_waits(ctx: Context) -> Iterable[Diagnostic]:
             on = f"connection '{ev.connection}'" if ev.connection else "its own connection"
             by = f"connection '{h.connection}'" if h.connection else "its own connection"
             yield step_finding(
-                "LD205",
-                Severity.ERROR,
+                finding,
                 step,
                 f"path '{step.owner}' asks for {ev.lock} ({ev.mode}) on {on} while it holds it "
                 f"({h.mode}, line {h.acquired_at}) on {by}: it waits for itself, and Postgres, "

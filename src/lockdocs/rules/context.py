@@ -11,8 +11,9 @@ from lockdocs.analysis.cycles import Cycle, Unfinished, find_cycles
 from lockdocs.analysis.events import Event, Held
 from lockdocs.analysis.facts import Facts
 from lockdocs.analysis.graph import LockGraph, build_graph
-from lockdocs.diagnostics import Diagnostic, Location, Severity
+from lockdocs.diagnostics import Diagnostic, Location
 from lockdocs.records import field, record
+from lockdocs.rules.finder import Finder
 
 
 @record(frozen=False)
@@ -104,13 +105,11 @@ def held_locks(step: Step) -> tuple[str, ...]:
 
 
 def step_finding(
-    code: str, severity: Severity, step: Step, message: str, hint: str, locks: tuple[str, ...]
+    finding: Finder, step: Step, message: str, hint: str, locks: tuple[str, ...]
 ) -> Diagnostic:
     """A finding about one step, where exceptions can find it by path (the declaring one or
     any caller), branch and lock; the message names the callers of a shared path."""
-    return Diagnostic(
-        code,
-        severity,
+    return finding(
         message + step.reached,
         step.event.location,
         hint,

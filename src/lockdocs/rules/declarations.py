@@ -7,27 +7,12 @@ they have codes, docs and examples like every other rule.
 from __future__ import annotations
 
 from lockdocs.diagnostics import Severity
-from lockdocs.rules.registry import RuleInfo, register
+from lockdocs.rules.examples import LEDGER, LEDGER_PATH
+from lockdocs.rules.registry import describe
 
-_LOCKS = """\
-lockdocs: 1
-page: {title: Locks}
-locks:
-  ledger:
-    title: Ledger row
-    kind: row
-    table: app.ledgers
-    modes: {for update: every writer}
-"""
+_LOCKS = LEDGER
 
-_PATH = """\
-group: Ledger
-paths:
-  post:
-    title: Post an entry
-    steps:
-      - take: ledger
-"""
+_PATH = LEDGER_PATH
 
 
 # An advisory lock beside the ledger row, and a path that takes it (LD006's example).
@@ -39,6 +24,11 @@ _BOOKS = (
 _CLOSE = "  close:\n    title: Close the books\n    steps:\n      - take: books\n"
 
 
+def _replacing(bad: dict[str, str], good: dict[str, str]) -> dict[str, str | None]:
+    """The fix as the whole project `good` (a file of `bad` that it lacks is removed)."""
+    return {**dict.fromkeys(bad), **good}
+
+
 def _doc(
     code: str,
     name: str,
@@ -48,17 +38,15 @@ def _doc(
     bad: dict[str, str],
     good: dict[str, str] | None = None,
 ) -> None:
-    register(
-        RuleInfo(
-            code,
-            name,
-            Severity.ERROR,
-            summary,
-            what,
-            why,
-            bad,
-            good or {"locks.yaml": _LOCKS, "paths/ledger.yaml": _PATH},
-        )
+    describe(
+        code,
+        name,
+        Severity.ERROR,
+        summary=summary,
+        what=what,
+        why=why,
+        example=bad,
+        use_instead=_replacing(bad, good or {"locks.yaml": _LOCKS, "paths/ledger.yaml": _PATH}),
     )
 
 

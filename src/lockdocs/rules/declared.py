@@ -14,6 +14,7 @@ from lockdocs.diagnostics import Diagnostic, Location, Severity
 from lockdocs.model import Rule
 from lockdocs.model.columns import same_order
 from lockdocs.rules.context import Context, once_per_step
+from lockdocs.rules.finder import Finder
 from lockdocs.rules.registry import rule
 
 _BASE = """\
@@ -68,8 +69,8 @@ def rules_of(ctx: Context, check: str) -> list[Rule]:
     return [r for r in ctx.model.rules.values() if r.check == check]
 
 
-def finding(
-    code: str,
+def rule_finding(
+    finding: Finder,
     r: Rule,
     message: str,
     loc: Location,
@@ -78,9 +79,8 @@ def finding(
     locks: tuple[str, ...],
     branches: tuple[str, ...] = (),
 ) -> Diagnostic:
-    return Diagnostic(
-        code,
-        Severity.ERROR,
+    """A finding of a declared rule: exceptions name it by the rule's id."""
+    return finding(
         f"rule '{r.id}': {message}",
         loc,
         hint,
@@ -129,7 +129,7 @@ paths:
         ),
     },
 )
-def first_lock(ctx: Context) -> Iterable[Diagnostic]:
+def first_lock(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
     for r in rules_of(ctx, "first"):
         target = str(r.param("lock"))
         mode = r.param("mode")
@@ -149,8 +149,8 @@ def first_lock(ctx: Context) -> Iterable[Diagnostic]:
             if ev.kind == "acquire" and ev.lock == target:
                 if mode and ev.mode != mode and not ev.held:
                     reported.add(tx)
-                    yield finding(
-                        "LD501",
+                    yield rule_finding(
+                        finding,
                         r,
                         f"path '{ev.path}' takes {target} {ev.mode}, not {mode}",
                         ev.location,
@@ -166,8 +166,8 @@ def first_lock(ctx: Context) -> Iterable[Diagnostic]:
                 continue
             what = f"takes {ev.lock}" if ev.kind == "acquire" else f"writes {ev.name}"
             reported.add(tx)
-            yield finding(
-                "LD501",
+            yield rule_finding(
+                finding,
                 r,
                 f"path '{ev.path}' {what} without holding {target}",
                 ev.location,
@@ -195,7 +195,7 @@ def first_lock(ctx: Context) -> Iterable[Diagnostic]:
     },
     use_instead={"paths/grants.yaml": POOL_THEN_HEAD},
 )
-def before(ctx: Context) -> Iterable[Diagnostic]:
+def before(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
     for r in rules_of(ctx, "before"):
         a, b = str(r.param("first")), str(r.param("then"))
         taken_after = (
@@ -204,8 +204,8 @@ def before(ctx: Context) -> Iterable[Diagnostic]:
             if ev.kind == "acquire" and ev.lock == a and any(h.lock == b for h in ev.held)
         )
         for step in once_per_step(taken_after):
-            yield finding(
-                "LD502",
+            yield rule_finding(
+                finding,
                 r,
                 f"path '{step.owner}' takes {a} while holding {b}{step.reached}",
                 step.event.location,
@@ -254,7 +254,7 @@ paths:
         ),
     },
 )
-def sorted_instances(ctx: Context) -> Iterable[Diagnostic]:
+def sorted_instances(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
     rules = rules_of(ctx, "sorted")
     if not rules:
         return
@@ -274,8 +274,8 @@ def sorted_instances(ctx: Context) -> Iterable[Diagnostic]:
                     how = "in no order (order: none)"
                 else:
                     how = f"in {e.order}" if e.order else "in no declared order"
-                yield finding(
-                    "LD503",
+                yield rule_finding(
+                    finding,
                     r,
                     f"path '{e.path}' takes several {lid} {how}",
                     e.location,

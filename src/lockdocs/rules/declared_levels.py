@@ -14,10 +14,11 @@ from lockdocs.rules.context import Context, once_per_step
 from lockdocs.rules.declared import (
     HEAD_THEN_POOL,
     POOL_THEN_HEAD,
-    finding,
+    rule_finding,
     rules_example,
     rules_of,
 )
+from lockdocs.rules.finder import Finder
 from lockdocs.rules.registry import rule
 
 
@@ -45,13 +46,13 @@ from lockdocs.rules.registry import rule
         ),
     },
 )
-def scope(ctx: Context) -> Iterable[Diagnostic]:
+def scope(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
     for r in rules_of(ctx, "scope"):
         kind, want = r.param("kind"), r.param("scope")
         for lock in ctx.model.locks.values():
             if lock.kind == kind and lock.scope != want:
-                yield finding(
-                    "LD504",
+                yield rule_finding(
+                    finding,
                     r,
                     f"{lock.id} is {lock.scope}-scoped",
                     lock.location,
@@ -91,7 +92,7 @@ def _levels(r: Rule) -> dict[str, int]:
     },
     use_instead={"paths/grants.yaml": POOL_THEN_HEAD},
 )
-def written_order(ctx: Context) -> Iterable[Diagnostic]:
+def written_order(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
     for r in rules_of(ctx, "order"):
         level = _levels(r)
         seen: set[tuple[str, int, str]] = set()
@@ -106,8 +107,8 @@ def written_order(ctx: Context) -> Iterable[Diagnostic]:
                     if key in seen:
                         continue
                     seen.add(key)
-                    yield finding(
-                        "LD505",
+                    yield rule_finding(
+                        finding,
                         r,
                         f"path '{ev.path}' takes {ev.lock} (level {level[ev.lock] + 1}) while "
                         f"holding {h.lock} (level {level[h.lock] + 1})",
@@ -146,7 +147,7 @@ def written_order(ctx: Context) -> Iterable[Diagnostic]:
         ),
     },
 )
-def contradictions(ctx: Context) -> Iterable[Diagnostic]:
+def contradictions(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
     after: dict[str, set[str]] = {}
     origin: dict[tuple[str, str], Rule] = {}
     for r in rules_of(ctx, "before"):
@@ -180,8 +181,8 @@ def contradictions(ctx: Context) -> Iterable[Diagnostic]:
         if key in reported:
             continue
         reported.add(key)
-        yield finding(
-            "LD506",
+        yield rule_finding(
+            finding,
             r,
             f"{a} must come before {b}, and the rules also put {b} before {a}",
             r.location,
@@ -223,7 +224,7 @@ paths:
         ),
     },
 )
-def lock_before_write(ctx: Context) -> Iterable[Diagnostic]:
+def lock_before_write(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
     for r in rules_of(ctx, "lock_before_write"):
         lid = str(r.param("lock"))
         writes = r.param("writes")
@@ -236,8 +237,8 @@ def lock_before_write(ctx: Context) -> Iterable[Diagnostic]:
         for step in once_per_step(unguarded):
             ev = step.event
             branch = f" (branch {' / '.join(ev.branch)})" if ev.branch else ""
-            yield finding(
-                "LD507",
+            yield rule_finding(
+                finding,
                 r,
                 f"path '{step.owner}' writes {ev.name}{branch} without holding {lid}"
                 + step.reached,

@@ -8,6 +8,8 @@ from collections.abc import Iterable
 
 from lockdocs.diagnostics import Diagnostic, Severity
 from lockdocs.rules.context import Context, held_locks, once_per_step, step_finding, steps_holding
+from lockdocs.rules.examples import FLEET_LOCKSET, FLEET_PATH, HEAD
+from lockdocs.rules.finder import Finder
 from lockdocs.rules.practice import ROW_EXAMPLE, held_text
 from lockdocs.rules.registry import rule
 
@@ -26,26 +28,10 @@ from lockdocs.rules.registry import rule
         "changes it was meant to see. Commit first, then release."
     ),
     example={
-        "locks.yaml": """\
-lockdocs: 1
-page: {title: Locks}
-locks:
-  fleet:
-    title: Fleet lockset
-    kind: memory
-    modes: {exclusive: processing}
-""",
-        "paths/fleets.yaml": """\
-group: Fleets
-paths:
-  process:
-    title: Process a fleet
-    steps:
-      - take: fleet
-      - write: fleet status
-      - release: fleet
-      - commit
-""",
+        "locks.yaml": HEAD + "locks:\n" + FLEET_LOCKSET,
+        "paths/fleets.yaml": FLEET_PATH.replace(
+            "      - commit\n      - release: fleet\n", "      - release: fleet\n      - commit\n"
+        ),
     },
     use_instead={
         "paths/fleets.yaml": (
@@ -54,7 +40,7 @@ paths:
         ),
     },
 )
-def memory_release(ctx: Context) -> Iterable[Diagnostic]:
+def memory_release(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
     early = (
         ev
         for backend in ctx.backends
@@ -64,8 +50,7 @@ def memory_release(ctx: Context) -> Iterable[Diagnostic]:
     for step in once_per_step(early):
         ev = step.event
         yield step_finding(
-            "LD306",
-            Severity.ERROR,
+            finding,
             step,
             f"path '{step.owner}' releases the in-memory lock {ev.lock} before its writes commit",
             "move the commit before the release",
@@ -103,11 +88,10 @@ paths:
         ),
     },
 )
-def left_open(ctx: Context) -> Iterable[Diagnostic]:
+def left_open(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
     for step in steps_holding(ctx.all_events, "leave_open"):
         yield step_finding(
-            "LD307",
-            Severity.INFO,
+            finding,
             step,
             f"path '{step.owner}' returns with its transaction open, holding "
             f"{held_text(step.held)}",

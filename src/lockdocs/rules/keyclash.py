@@ -13,6 +13,7 @@ from lockdocs.diagnostics import Diagnostic, Severity
 from lockdocs.keys import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
 from lockdocs.model import Key, KeyText, Lock
 from lockdocs.rules.context import Context
+from lockdocs.rules.finder import Finder
 from lockdocs.rules.keyrules import advisory, is_family, locks_example
 from lockdocs.rules.registry import rule
 
@@ -71,7 +72,7 @@ _MIGRATIONS = """\
         + _MIGRATIONS,
     ),
 )
-def collisions(ctx: Context) -> Iterable[Diagnostic]:
+def collisions(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
     by_tag: dict[tuple[int, int, int], list[Lock]] = {}
     for lock, key in advisory(ctx):
         if key.tag is not None:
@@ -81,9 +82,7 @@ def collisions(ctx: Context) -> Iterable[Diagnostic]:
             continue
         first = locks[0]
         for other in locks[1:]:
-            yield Diagnostic(
-                "LD104",
-                Severity.ERROR,
+            yield finding(
                 f"{other.id} and {first.id} have the same advisory key "
                 f"({_tag_text(tag)}): they are one lock",
                 other.location,
@@ -115,9 +114,7 @@ def collisions(ctx: Context) -> Iterable[Diagnostic]:
                 if "integer" not in constructions
                 else f"range that raw-integer and {widths}-bit families"
             )
-            yield Diagnostic(
-                "LD104",
-                Severity.WARNING,
+            yield finding(
                 f"constant key of {lock.id} ({value}) lies in the {families} ("
                 + ", ".join(f.id for f in inside)
                 + ") fill",
@@ -130,6 +127,7 @@ def collisions(ctx: Context) -> Iterable[Diagnostic]:
                 else f"use a constant outside {_range_text(inside, ranges)}, or a "
                 "hashtextextended fixed name",
                 locks=(lock.id, *(f.id for f in inside)),
+                severity=Severity.WARNING,
             )
 
 
@@ -212,7 +210,7 @@ def _s32(v: int) -> int:
         ),
     },
 )
-def pair_namespaces(ctx: Context) -> Iterable[Diagnostic]:
+def pair_namespaces(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
     seen: dict[int, Lock] = {}
     for lock, key in advisory(ctx):
         if key.construction != "int4pair" or key.tag is not None:
@@ -230,9 +228,7 @@ def pair_namespaces(ctx: Context) -> Iterable[Diagnostic]:
         if ns is None:
             continue
         if ns in seen:
-            yield Diagnostic(
-                "LD105",
-                Severity.ERROR,
+            yield finding(
                 f"{lock.id} and {seen[ns].id} share the int4-pair namespace {ns}",
                 lock.location,
                 "give each family its own first int (or hashtext of its own name)",
@@ -297,7 +293,7 @@ paths:
         ),
     },
 )
-def cluster_object(ctx: Context) -> Iterable[Diagnostic]:
+def cluster_object(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
     wide = {lk.id for lk in ctx.model.locks.values() if lk.cluster_wide}
     if not wide:
         return
@@ -326,9 +322,7 @@ def cluster_object(ctx: Context) -> Iterable[Diagnostic]:
             )
             for d in named
         ]
-        yield Diagnostic(
-            "LD106",
-            Severity.ERROR,
+        yield finding(
             f"{lock_id} names an object of the whole cluster, but is taken on "
             + " and on ".join(parts)
             + (", which may be several" if len(dbs) == 1 else "")

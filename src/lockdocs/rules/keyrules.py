@@ -12,7 +12,8 @@ from lockdocs.diagnostics import Diagnostic, Severity
 from lockdocs.keys import family_prefix, key_sql
 from lockdocs.model import Key, KeyText, Lock
 from lockdocs.rules.context import Context
-from lockdocs.rules.registry import rule
+from lockdocs.rules.finder import Finder
+from lockdocs.rules.registry import Option, rule
 
 
 def locks_example(head: str, body: str) -> dict[str, str]:
@@ -21,10 +22,6 @@ def locks_example(head: str, body: str) -> dict[str, str]:
 
 def advisory(ctx: Context) -> list[tuple[Lock, Key]]:
     return [(lk, lk.key) for lk in ctx.model.locks.values() if lk.key is not None]
-
-
-def key_loc(lock: Lock) -> object:
-    return lock.location
 
 
 @rule(
@@ -55,16 +52,14 @@ def key_loc(lock: Lock) -> object:
         ),
     },
 )
-def no_prefix(ctx: Context) -> Iterable[Diagnostic]:
+def no_prefix(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
     raw = [lk.id for lk, k in advisory(ctx) if k.construction == "integer"]
     for lock, key in advisory(ctx):
         if key.construction == "integer" and key.integer is not None:
             others = [r for r in raw if r != lock.id]
             verb = "does" if len(others) == 1 else "do"
             shared = f" (as {verb} {', '.join(others)}: equal ids are one lock)" if others else ""
-            yield Diagnostic(
-                "LD101",
-                Severity.WARNING,
+            yield finding(
                 f"key of {lock.id} is {key.integer.of} used as a bigint, with nothing that marks "
                 f"its family: it shares the bigint space with every other family{shared}",
                 lock.location,
@@ -86,9 +81,7 @@ def no_prefix(ctx: Context) -> Iterable[Diagnostic]:
                 f"build it as {key.construction}('{lock.id}:' || ...) so no other family can "
                 "make the same text"
             )
-        yield Diagnostic(
-            "LD101",
-            Severity.WARNING,
+        yield finding(
             f"key of {lock.id} ({key_sql(key)}) has no family prefix",
             lock.location,
             hint,
@@ -128,7 +121,7 @@ def no_prefix(ctx: Context) -> Iterable[Diagnostic]:
         ),
     },
 )
-def prefix_free(ctx: Context) -> Iterable[Diagnostic]:
+def prefix_free(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
     fams = sorted(
         ((family_prefix(k), lk) for lk, k in advisory(ctx) if family_prefix(k)),
         key=lambda t: (t[0] or "", t[1].id),
@@ -145,9 +138,7 @@ def prefix_free(ctx: Context) -> Iterable[Diagnostic]:
             if lock.key and other.key and lock.key.construction != other.key.construction:
                 continue
             same = "is the same as" if p == q else "is the start of"
-            yield Diagnostic(
-                "LD102",
-                Severity.ERROR,
+            yield finding(
                 f"prefix '{p}' of {lock.id} {same} prefix '{q}' of {other.id}",
                 other.location,
                 "give each family a prefix that no other prefix starts with (end each with a "
@@ -191,20 +182,31 @@ def collision_odds(n: int, bits: int) -> float:
             '    key: {hashtextextended: {prefix: "subscription:", parts: [subscription id]}}\n',
         ),
     },
+    options={
+        "min_odds": Option(
+            {"type": "number", "minimum": 0, "maximum": 1},
+            0,
+            "A family whose declared cardinality gives a smaller chance of a collision than "
+            "this (0.01: one in a hundred) is not reported; one without a cardinality still "
+            "is, since its odds are unknown.",
+        )
+    },
 )
-def hashtext_32(ctx: Context) -> Iterable[Diagnostic]:
+def hashtext_32(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
+    min_odds = finding.options["min_odds"]
+    assert isinstance(min_odds, int | float)
     for lock, key in advisory(ctx):
         for what, kt, hint in _32_bit_families(key):
             n = kt.cardinality
             bits = key.bits if key.construction == "application" else 32
+            if n and collision_odds(n, bits) < min_odds:
+                continue
             odds = (
                 f"; with {n:,} live keys the chance of a collision is {collision_odds(n, bits):.2%}"
                 if n
                 else "; declare cardinality: to see the collision odds"
             )
-            yield Diagnostic(
-                "LD103",
-                Severity.INFO,
+            yield finding(
                 f"{what.format(lock=lock.id)}{odds}",
                 lock.location,
                 hint,

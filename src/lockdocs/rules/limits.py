@@ -8,6 +8,7 @@ from collections.abc import Iterable
 
 from lockdocs.diagnostics import Diagnostic, Severity
 from lockdocs.rules.context import Context
+from lockdocs.rules.finder import Finder
 from lockdocs.rules.registry import rule
 from lockdocs.rules.witnesses import where
 
@@ -58,7 +59,7 @@ paths:
         ),
     },
 )
-def check_unfinished(ctx: Context) -> Iterable[Diagnostic]:
+def check_unfinished(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
     for backend in ctx.backends:
         for u in ctx.cycles(backend)[1]:
             on = f" on {backend}" if backend else ""
@@ -86,9 +87,7 @@ def check_unfinished(ctx: Context) -> Iterable[Diagnostic]:
                 if spent == "time":
                     hint += " (a stop on time depends on the machine's speed)"
                 detail = "had not finished when the whole analysis's budget ran out."
-            yield Diagnostic(
-                "LD204",
-                Severity.ERROR,
+            yield finding(
                 message + "; a deadlock among these locks may be unreported",
                 u.start.location,
                 hint,
@@ -113,7 +112,9 @@ def check_unfinished(ctx: Context) -> Iterable[Diagnostic]:
         "rest of the whole analysis's budget (`limits.analysis_work`, and "
         "`limits.analysis_seconds` as a backstop), the analysis stops there and reports the "
         "path, and the run ends as bad input (exit 2): a partial analysis would pass over "
-        "deadlocks."
+        "deadlocks. The page walks every path with the paths it runs (a long chain of run: "
+        "steps costs the square of its length there), within a budget of the same size; past "
+        "it the page is not rendered and the path where it stopped is reported the same way."
     ),
     why=(
         "Without a bound, a few dozen lines of nested run: steps can take minutes and "
@@ -136,7 +137,7 @@ paths:
     },
     use_instead={"locks.yaml": ("limits: {path_work: 3}\n", "")},
 )
-def check_refused(ctx: Context) -> Iterable[Diagnostic]:
+def check_refused(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
     for backend in ctx.backends:
         for r in ctx.refusals(backend):
             on = f" on {backend}" if backend else ""
@@ -164,9 +165,7 @@ def check_refused(ctx: Context) -> Iterable[Diagnostic]:
                     f"{split}; a path that many others run is walked once per caller; or raise "
                     "limits.analysis_work in locks.yaml"
                 )
-            yield Diagnostic(
-                "LD209",
-                Severity.ERROR,
+            yield finding(
                 what + "; the analysis stopped here",
                 r.location,
                 hint,

@@ -12,6 +12,8 @@ from lockdocs.analysis.graph import Edge
 from lockdocs.analysis.proof import proof, race
 from lockdocs.diagnostics import Diagnostic, Location, Related, Severity
 from lockdocs.rules.context import Context, run_from
+from lockdocs.rules.examples import ACCOUNT_ROW, HEAD
+from lockdocs.rules.finder import Finder
 from lockdocs.rules.hints import cycle_hint, sorted_first
 from lockdocs.rules.registry import rule
 from lockdocs.rules.witnesses import (
@@ -24,21 +26,18 @@ from lockdocs.rules.witnesses import (
     where,
 )
 
-_TWO_ROWS = """\
-lockdocs: 1
-page: {title: Locks}
-locks:
-  account:
-    title: Account row
-    kind: row
-    table: app.accounts
-    modes: {for no key update: writers}
+_TWO_ROWS = (
+    HEAD
+    + "locks:\n"
+    + ACCOUNT_ROW
+    + """\
   ledger:
     title: Ledger row
     kind: row
     table: app.ledgers
     modes: {for no key update: writers}
 """
+)
 
 
 def _claimed_before(ctx: Context, e: Edge, lock_id: str) -> bool:
@@ -116,7 +115,7 @@ paths:
         ),
     },
 )
-def check_cycles(ctx: Context) -> Iterable[Diagnostic]:
+def check_cycles(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
     for backend in ctx.backends:
         for cycle in ctx.cycles(backend)[0]:
             k = len(cycle.locks)
@@ -191,9 +190,7 @@ def check_cycles(ctx: Context) -> Iterable[Diagnostic]:
             paths = tuple(dict.fromkeys(e.path for e in cycle.edges))
             first = cycle.edges[0]
             hops = hops_of(cycle)
-            yield Diagnostic(
-                "LD201",
-                Severity.ERROR,
+            yield finding(
                 f"lock-order cycle{on}: "
                 + " -> ".join(
                     f"{n} (queue)" if e.queued else n
@@ -262,20 +259,10 @@ paths:
             "    modes: {for no key update: writers}\n    instances: {order: ascending id}\n"
             "  ledger",
         ),
-        "paths/money.yaml": """\
-group: Money
-paths:
-  transfer:
-    title: Transfer
-    steps:
-      - loop: both accounts
-        order: ascending id
-        steps:
-          - take: account
-""",
+        "paths/money.yaml": ("        order: request order\n", "        order: ascending id\n"),
     },
 )
-def check_instances(ctx: Context) -> Iterable[Diagnostic]:
+def check_instances(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
     for backend in ctx.backends:
         graph = ctx.graph(backend)
         # One finding per step: a shared path's loop run from several callers is one cause.
@@ -364,9 +351,7 @@ def check_instances(ctx: Context) -> Iterable[Diagnostic]:
                     f"; or hold their {lock.within} (the instance they belong to) in a mode "
                     "no other holder of it can share"
                 )
-            yield Diagnostic(
-                "LD202",
-                Severity.ERROR,
+            yield finding(
                 message + run_from(callers),
                 e.location,
                 hint,

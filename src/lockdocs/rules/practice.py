@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Severity
 from lockdocs.rules.context import Context, held_locks, once_per_step, step_finding, steps_holding
+from lockdocs.rules.finder import Finder
 from lockdocs.rules.registry import rule
 
 if TYPE_CHECKING:
@@ -34,6 +35,18 @@ def held_text(held: Iterable[object]) -> str:
     return ", ".join(sorted({f"{h.lock} ({h.mode})" for h in held}))  # type: ignore[attr-defined]
 
 
+# A path that takes the order row in the bounded transaction kind of ROW_EXAMPLE.
+_SHIP = """\
+group: Orders
+paths:
+  ship:
+    title: Ship an order
+    transaction: bounded
+    steps:
+      - take: order
+"""
+
+
 @rule(
     "LD301",
     "wait-without-timeout",
@@ -50,15 +63,7 @@ def held_text(held: Iterable[object]) -> str:
     ),
     example={
         "locks.yaml": ROW_EXAMPLE,
-        "paths/orders.yaml": """\
-group: Orders
-paths:
-  ship:
-    title: Ship an order
-    transaction: plain
-    steps:
-      - take: order
-""",
+        "paths/orders.yaml": _SHIP.replace("transaction: bounded", "transaction: plain"),
     },
     use_instead={
         "paths/orders.yaml": (
@@ -67,7 +72,7 @@ paths:
         ),
     },
 )
-def no_timeout(ctx: Context) -> Iterable[Diagnostic]:
+def no_timeout(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
     # One finding per transaction kind, at the kind: that is where the fix goes.
     waiting: dict[str, dict[str, object]] = {}
     for ev in ctx.all_events:
@@ -83,9 +88,7 @@ def no_timeout(ctx: Context) -> Iterable[Diagnostic]:
         tk = ctx.model.transactions[kind]
         names = sorted(paths)
         shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
-        yield Diagnostic(
-            "LD301",
-            Severity.INFO,
+        yield finding(
             f"transaction kind '{kind}' sets no lock_timeout; {len(names)} "
             f"path{'s wait' if len(names) != 1 else ' waits'} for locks in it ({shown})",
             tk.location,
@@ -113,16 +116,7 @@ def no_timeout(ctx: Context) -> Iterable[Diagnostic]:
     ),
     example={
         "locks.yaml": ROW_EXAMPLE,
-        "paths/orders.yaml": """\
-group: Orders
-paths:
-  ship:
-    title: Ship an order
-    transaction: bounded
-    steps:
-      - take: order
-      - external: "carrier API: book a pickup"
-""",
+        "paths/orders.yaml": _SHIP + '      - external: "carrier API: book a pickup"\n',
     },
     use_instead={
         "paths/orders.yaml": (
@@ -131,11 +125,10 @@ paths:
         ),
     },
 )
-def external_under_lock(ctx: Context) -> Iterable[Diagnostic]:
+def external_under_lock(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
     for step in steps_holding(ctx.all_events, "external"):
         yield step_finding(
-            "LD302",
-            Severity.WARNING,
+            finding,
             step,
             f"path '{step.owner}' calls {step.event.name!r} while holding {held_text(step.held)}",
             "make the call before the transaction takes its locks, or after it commits",
@@ -175,7 +168,7 @@ locks:
         ),
     },
 )
-def session_advisory(ctx: Context) -> Iterable[Diagnostic]:
+def session_advisory(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
     pooled: dict[str, dict[str, list[str]]] = {}  # lock -> pooled kind -> paths
     for ev in ctx.all_events:
         tk = ctx.model.transactions.get(ev.txkind or "")
@@ -187,9 +180,7 @@ def session_advisory(ctx: Context) -> Iterable[Diagnostic]:
         if lock.kind == "advisory" and lock.scope == "session":
             kinds = pooled.get(lock.id, {})
             through = "; ".join(f"kind '{k}' ({', '.join(p)})" for k, p in sorted(kinds.items()))
-            yield Diagnostic(
-                "LD303",
-                Severity.WARNING,
+            yield finding(
                 f"{lock.id} is a session-scoped advisory lock"
                 + (
                     f", taken through a transaction-mode pooler in {through}: the end of the "
@@ -259,7 +250,7 @@ paths:
         ),
     },
 )
-def for_update_referenced(ctx: Context) -> Iterable[Diagnostic]:
+def for_update_referenced(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
     def needless(ev: Event) -> bool:
         if ev.kind not in ("acquire", "upgrade") or ev.mode != "for update" or ev.changes_key:
             return False
@@ -270,8 +261,7 @@ def for_update_referenced(ctx: Context) -> Iterable[Diagnostic]:
         ev = step.event
         table = ctx.model.locks[ev.lock].table or "this row"
         yield step_finding(
-            "LD304",
-            Severity.WARNING,
+            finding,
             step,
             f"path '{step.owner}' takes {ev.lock} FOR UPDATE; other tables reference "
             f"{table} through foreign keys",
@@ -316,7 +306,7 @@ paths:
         ),
     },
 )
-def skip_locked(ctx: Context) -> Iterable[Diagnostic]:
+def skip_locked(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
     takes = (
         ev
         for ev in ctx.all_events
@@ -325,8 +315,7 @@ def skip_locked(ctx: Context) -> Iterable[Diagnostic]:
     for step in once_per_step(takes):
         ev = step.event
         yield step_finding(
-            "LD305",
-            Severity.WARNING,
+            finding,
             step,
             f"path '{step.owner}' takes {ev.lock} with SKIP LOCKED, but the lock is not a queue",
             "declare queue: true on the lock if its rows are claimed as work items; otherwise "

@@ -9,6 +9,8 @@ from collections.abc import Iterable
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Severity
 from lockdocs.rules.context import Context, Step, held_locks, once_per_step, step_finding
+from lockdocs.rules.examples import FLEET_LOCKSET, FLEET_PATH, HEAD
+from lockdocs.rules.finder import Finder
 from lockdocs.rules.registry import rule
 
 
@@ -81,32 +83,17 @@ def process_local(ctx: Context, lock_id: str, backend: str | None) -> bool:
         "which is the race the lock was written to prevent."
     ),
     example={
-        "locks.yaml": """\
-lockdocs: 1
-page: {title: Locks}
-replicas: 3
-locks:
-  fleet:
-    title: Fleet lockset
-    kind: memory
-    modes: {exclusive: processing}
+        "locks.yaml": HEAD
+        + "replicas: 3\nlocks:\n"
+        + FLEET_LOCKSET
+        + """\
   fleet-row:
     title: Fleet row
     kind: row
     table: fleets
     modes: {for no key update: processing}
 """,
-        "paths/fleets.yaml": """\
-group: Fleets
-paths:
-  process:
-    title: Process a fleet
-    steps:
-      - take: fleet
-      - write: fleet status
-      - commit
-      - release: fleet
-""",
+        "paths/fleets.yaml": FLEET_PATH,
     },
     use_instead={
         "paths/fleets.yaml": (
@@ -115,7 +102,7 @@ paths:
         ),
     },
 )
-def guarded_in_one_process(ctx: Context) -> Iterable[Diagnostic]:
+def guarded_in_one_process(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
     for backend in ctx.backends:
         replicas = ctx.model.replicas_on(backend)
         if replicas < 2:
@@ -132,8 +119,7 @@ def guarded_in_one_process(ctx: Context) -> Iterable[Diagnostic]:
             ev = step.event
             locks = held_locks(step)
             yield step_finding(
-                "LD308",
-                Severity.ERROR,
+                finding,
                 step,
                 f"path '{step.owner}' writes {ev.name}{_route(ctx, backend, step)} guarded "
                 "only by "

@@ -5,73 +5,52 @@ declarations themselves are fine, and each says what was probably meant."""
 from __future__ import annotations
 
 from lockdocs.diagnostics import Severity
-from lockdocs.rules.registry import RuleInfo, register
+from lockdocs.rules.examples import LEDGER, LEDGER_PATH
+from lockdocs.rules.registry import describe
 
-_LOCKS = """\
-lockdocs: 1
-page: {title: Locks}
-locks:
-  ledger:
-    title: Ledger row
-    kind: row
-    table: app.ledgers
-    modes: {for update: every writer}
-    serializes: entries of one ledger
-"""
+_LOCKS = LEDGER + "    serializes: entries of one ledger\n"
 
-_PATH = """\
-group: Ledger
-transaction: plain
-paths:
-  post:
-    title: Post an entry
-    steps:
-      - take: ledger
-"""
+_PATH = LEDGER_PATH.replace("paths:\n", "transaction: plain\npaths:\n", 1)
 
 _TX = "transactions:\n  plain: {lock_timeout: 5s}\n"
 
-register(
-    RuleInfo(
-        "LD020",
-        "unknown-check-code",
-        Severity.WARNING,
-        "A severity setting names a check code that does not exist.",
-        "Reports each code under `checks:` in locks.yaml or `[tool.lockdocs.checks]` in "
-        "pyproject.toml that is not a lockdocs check (`lockdocs rules` lists them), with the "
-        "code it most likely means (`ld302` for LD302).",
-        "A setting for a code that does not exist changes nothing: the check it was meant for "
-        "keeps its default severity while the file says otherwise.",
-        {
-            "locks.yaml": _LOCKS + _TX + "checks:\n  ld302: info\n",
-            "paths/ledger.yaml": _PATH,
-        },
-        {
-            "locks.yaml": _LOCKS + _TX + "checks:\n  LD302: info\n",
-            "paths/ledger.yaml": _PATH,
-        },
-    )
+describe(
+    "LD020",
+    "unknown-check-code",
+    Severity.WARNING,
+    summary="A severity setting names a check code that does not exist.",
+    what="Reports each code under `checks:` in locks.yaml or `[tool.lockdocs.checks]` in "
+    "pyproject.toml that is not a lockdocs check (`lockdocs rules` lists them), with the "
+    "code it most likely means (`ld302` for LD302).",
+    why="A setting for a code that does not exist changes nothing: the check it was meant for "
+    "keeps its default severity while the file says otherwise.",
+    example={
+        "locks.yaml": _LOCKS + _TX + "checks:\n  ld302: info\n",
+        "paths/ledger.yaml": _PATH,
+    },
+    use_instead={
+        "locks.yaml": _LOCKS + _TX + "checks:\n  LD302: info\n",
+        "paths/ledger.yaml": _PATH,
+    },
 )
 
-register(
-    RuleInfo(
-        "LD021",
-        "unknown-setting",
-        Severity.WARNING,
-        "[tool.lockdocs] in pyproject.toml holds a key lockdocs does not read.",
-        "Reports each key of `[tool.lockdocs]` other than `checks`, `rules_url` and "
-        "`dot_timeout`, at its line, with the setting it most likely means.",
-        "A misspelt setting is ignored without a word: `dot_timout = 600` leaves the drawing "
-        "timeout at its default.",
-        {
-            "locks.yaml": _LOCKS + _TX,
-            "paths/ledger.yaml": _PATH,
-            "pyproject.toml": "[tool.lockdocs]\ndot_timout = 600\n",
-        },
-        {
-            "locks.yaml": _LOCKS + _TX,
-            "paths/ledger.yaml": _PATH,
-            "pyproject.toml": "[tool.lockdocs]\ndot_timeout = 600\n",
-        },
-    )
+describe(
+    "LD021",
+    "unknown-setting",
+    Severity.WARNING,
+    summary="[tool.lockdocs] in pyproject.toml holds a key lockdocs does not read.",
+    what="Reports each key of `[tool.lockdocs]` other than `checks`, `rules_url` and "
+    "`dot_timeout`, at its line, with the setting it most likely means.",
+    why="A misspelt setting is ignored without a word: `dot_timout = 600` leaves the drawing "
+    "timeout at its default.",
+    example={
+        "locks.yaml": _LOCKS + _TX,
+        "paths/ledger.yaml": _PATH,
+        "pyproject.toml": "[tool.lockdocs]\ndot_timout = 600\n",
+    },
+    use_instead={
+        "locks.yaml": _LOCKS + _TX,
+        "paths/ledger.yaml": _PATH,
+        "pyproject.toml": "[tool.lockdocs]\ndot_timeout = 600\n",
+    },
 )

@@ -12,6 +12,7 @@ from lockdocs.analysis.proof import proof
 from lockdocs.diagnostics import Diagnostic, Severity
 from lockdocs.modes import conflicts, covers, modes_for_kind
 from lockdocs.rules.context import Context
+from lockdocs.rules.finder import Finder
 from lockdocs.rules.registry import rule
 
 
@@ -103,7 +104,7 @@ paths:
         ),
     },
 )
-def check_upgrades(ctx: Context) -> Iterable[Diagnostic]:
+def check_upgrades(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
     # Two upgrades of one lock (the same path twice, or two paths) deadlock when both weak
     # holds can coexist, each strong request waits for the other's weak hold, and no gate keeps
     # the two transactions apart. An upgrade is judged on the take that waits: one taken NOWAIT
@@ -165,9 +166,7 @@ def check_upgrades(ctx: Context) -> Iterable[Diagnostic]:
             if other.path == e.path and other.location == e.location
             else f"'{e.path}' and '{other.path}' (at {other.location})"
         )
-        yield Diagnostic(
-            "LD203",
-            Severity.ERROR,
+        yield finding(
             f"path '{e.path}' holds {e.src} ({e.held_mode}) and then asks for it {e.wanted_mode}",
             e.location,
             upgrade_hint(ctx, e, kind),

@@ -3,13 +3,10 @@ exception that matches nothing is stale and is itself a finding, like an unused 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Severity
 from lockdocs.records import replace
-from lockdocs.rules.context import Context
-from lockdocs.rules.registry import rule
+from lockdocs.rules.registry import describe
 
 _LOCKS = """\
 lockdocs: 1
@@ -36,7 +33,8 @@ paths:
 """
 
 
-@rule(
+# Found by apply_waivers, which sees every other finding.
+STALE = describe(
     "LD401",
     "stale-exception",
     Severity.ERROR,
@@ -65,9 +63,6 @@ exceptions:
         ),
     },
 )
-def _stale(ctx: Context) -> Iterable[Diagnostic]:
-    # Computed in apply_waivers, which sees the findings; registered here for its docs.
-    return ()
 
 
 def _matches(w: m.Waiver, d: Diagnostic) -> bool:
@@ -116,9 +111,11 @@ def apply_waivers(
             if _matches(w, d):
                 used.add(w.index)
         out.append(replace(d, waived_by=waiver_label(model, match)))
-    if overrides.get("LD401") == "off":
+    setting = overrides.get(STALE.code)
+    if setting == "off":
         return out
-    severity = Severity(overrides.get("LD401", "error"))
+    stale = STALE.finder()
+    severity = Severity(setting) if setting else None
     for w in model.waivers:
         if w.index in used or w.rule.startswith(OBSERVED):
             continue
@@ -132,9 +129,7 @@ def apply_waivers(
             if x
         )
         out.append(
-            Diagnostic(
-                "LD401",
-                severity,
+            stale(
                 f"exception {w.index + 1} ({w.rule}{' on ' + scope if scope else ''}) "
                 "matches no finding",
                 w.location,
@@ -143,6 +138,7 @@ def apply_waivers(
                 + ")",
                 paths=(w.path,) if w.path else (),
                 locks=(w.lock,) if w.lock else (),
+                severity=severity,
             )
         )
     return out

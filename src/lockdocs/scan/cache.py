@@ -57,7 +57,7 @@ class Cache:
         self.used: set[str] = set()
         self.added = False
         if self.file is not None:
-            with contextlib.suppress(OSError, ValueError):
+            with contextlib.suppress(OSError, ValueError, RecursionError):
                 loaded = json.loads(self.file.read_text(encoding="utf-8"))
                 if isinstance(loaded, dict):
                     self.entries = loaded

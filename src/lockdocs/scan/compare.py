@@ -109,13 +109,13 @@ class Comparison(Findings):
             if cov is not None:
                 cov.takers_found += 1
             if group is None or len(group) == 1:
-                check_modes(self.add, d, lock, of_lock)
+                check_modes(self, d, lock, of_lock)
             elif len(group) == len(of_lock):
                 ordered = sorted(of_lock, key=lambda it: (it.file, it.lock.line, it.lock.column))
                 for step, it in zip(group, ordered, strict=True):
-                    check_modes(self.add, step, lock, [it])
+                    check_modes(self, step, lock, [it])
             else:  # as many takes as statements or not: each mode must be one the steps declare
-                check_modes(self.add, d, lock, of_lock, {x.mode for x in group if x.mode})
+                check_modes(self, d, lock, of_lock, {x.mode for x in group if x.mode})
             return
         if d.taker is None:
             taker_names = {n for t in self.takers.get(lock.id, []) for n in t.names}

@@ -5,7 +5,6 @@ declared lock by its table or its key's shape, and the shape of the coverage rep
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
 from typing import Any
 
 from lockdocs import model as m
@@ -91,18 +90,6 @@ def plain_name(name: str) -> str:
     return name.replace("(*", "").replace("(", "").replace(")", "")
 
 
-def _walk(steps: Iterable[m.Step]) -> Iterator[m.Step]:
-    for s in steps:
-        yield s
-        if isinstance(s, m.Loop):
-            yield from _walk(s.steps)
-        elif isinstance(s, m.Branches) and s.statement:
-            yield from s.statement  # a set take: each element once, not once per order
-        elif isinstance(s, m.Branches):
-            for _, alt in s.alternatives:
-                yield from _walk(alt)
-
-
 def declarations(model: m.Model) -> tuple[dict[str, list[Decl]], dict[str, list[Decl]]]:
     """(takers by lock, take steps with a via by lock)."""
     takers: dict[str, list[Decl]] = {}
@@ -113,7 +100,7 @@ def declarations(model: m.Model) -> tuple[dict[str, list[Decl]], dict[str, list[
             for t in lock.takers
         ]
     for path in model.paths.values():
-        for s in _walk(path.steps):
+        for s in m.walk_steps(path.steps):
             if isinstance(s, m.Take) and s.via:
                 steps.setdefault(s.lock, []).append(
                     Decl(
@@ -136,10 +123,6 @@ def same_via(steps: list[Decl]) -> list[list[Decl]]:
     for d in steps:
         groups.setdefault((d.path, tuple(plain_name(n) for n in d.names)), []).append(d)
     return list(groups.values())
-
-
-def _lock_kind(lock: m.Lock) -> str:
-    return lock.kind
 
 
 def tables_of(lock: m.Lock) -> list[str]:

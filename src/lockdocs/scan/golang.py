@@ -8,20 +8,16 @@ above a statement covers the SQL of the literals in it."""
 
 from __future__ import annotations
 
-from lockdocs.scan.sources import Lines, SourceComment, Unit, dotted_aliases, spaced, waiver_text
+from lockdocs.scan.sources import (
+    SIMPLE_ESCAPES,
+    Lines,
+    SourceComment,
+    Unit,
+    dotted_aliases,
+    spaced,
+    waiver_text,
+)
 
-_GO_SIMPLE = {
-    "a": "\a",
-    "b": "\b",
-    "f": "\f",
-    "n": "\n",
-    "r": "\r",
-    "t": "\t",
-    "v": "\v",
-    "\\": "\\",
-    "'": "'",
-    '"': '"',
-}
 # Keywords after which a line break does not end the statement.
 _OPENERS = {
     "func", "var", "const", "type", "package", "import", "if", "for", "switch", "select", "go",
@@ -117,8 +113,8 @@ class _GoLexer:
                 j += 1
                 continue
             e = s[j + 1]
-            if e in _GO_SIMPLE:
-                value, width = _GO_SIMPLE[e], 2
+            if e in SIMPLE_ESCAPES:
+                value, width = SIMPLE_ESCAPES[e], 2
             elif e in "01234567" or e in "xuU":
                 # \ooo, \xhh, \uhhhh, \Uhhhhhhhh; one Go does not accept is kept as written
                 base, digits, skip = (

@@ -8,53 +8,43 @@ only reads what they take.
 
 from __future__ import annotations
 
-from typing import Protocol
-
 from lockdocs import model as m
-from lockdocs.diagnostics import Diagnostic, Location
 from lockdocs.grammar import an
 from lockdocs.scan.collect import Item
 from lockdocs.scan.decls import STRENGTH, Decl, location_of, statement_of
-
-
-class Add(Protocol):
-    """The comparison's way to record a finding (and waive it where the SQL says so)."""
-
-    def __call__(
-        self,
-        code: str,
-        message: str,
-        location: Location,
-        hint: str,
-        *,
-        details: tuple[str, ...] = (),
-        locks: tuple[str, ...] = (),
-        item: Item | None = None,
-    ) -> Diagnostic: ...
+from lockdocs.scan.waiving import Findings
 
 
 def check_modes(
-    add: Add, d: Decl, lock: m.Lock, items: list[Item], modes: set[str] | None = None
+    found_in: Findings, d: Decl, lock: m.Lock, items: list[Item], modes: set[str] | None = None
 ) -> None:
-    """LD703 for each way the found statements depart from the declaration, through `add` (the
-    comparison's, which applies the waivers in the SQL). `modes`: the modes several steps
+    """LD703 for each way the found statements depart from the declaration, added to the
+    comparison's findings (which apply the waivers in the SQL). `modes`: the modes several steps
     through one via declare, when their statements cannot be paired with them one to one."""
+
+    def differs(it: Item, message: str, hint: str) -> None:
+        found_in.add(
+            "LD703",
+            message,
+            location_of(it),
+            hint,
+            details=(f"declared at {d.location}",),
+            locks=(lock.id,),
+            item=it,
+        )
+
     strongest = max(items, key=lambda it: STRENGTH.get(it.lock.mode, 0))
     found = strongest.lock.mode
     expected = modes or ({d.mode} if d.mode else set(lock.mode_names))
     if found not in expected:
         # The mode is changed where it was declared: the step's file, or the lock's.
         where = d.location.file if (d.mode or modes) else (lock.location.file or "locks.yaml")
-        add(
-            "LD703",
+        differs(
+            strongest,
             f"{statement_of(strongest)} takes '{lock.id}' {found.upper()}, but it is declared "
             f"{' or '.join(sorted(x.upper() for x in expected))}",
-            location_of(strongest),
             "make the SQL and the declaration agree: change the locking clause, or the "
             f"mode in {where}",
-            details=(f"declared at {d.location}",),
-            locks=(lock.id,),
-            item=strongest,
         )
     if lock.kind == "row":
         declared = {d.option} if d.option else set(lock.options)
@@ -62,27 +52,19 @@ def check_modes(
             if it.lock.implicit:
                 continue
             if it.lock.option and it.lock.option not in declared:
-                add(
-                    "LD703",
+                differs(
+                    it,
                     f"{statement_of(it)} takes '{lock.id}' {it.lock.option.upper()}, which is not "
                     "declared",
-                    location_of(it),
                     f"add option: {it.lock.option} to the step (or options: to the lock), "
                     "or drop it from the SQL",
-                    details=(f"declared at {d.location}",),
-                    locks=(lock.id,),
-                    item=it,
                 )
             elif not it.lock.option and declared and d.option:
-                add(
-                    "LD703",
+                differs(
+                    it,
                     f"{statement_of(it)} takes '{lock.id}' without {d.option.upper()}, which is "
                     "declared",
-                    location_of(it),
                     f"add {d.option.upper()} to the locking clause, or drop option: from the step",
-                    details=(f"declared at {d.location}",),
-                    locks=(lock.id,),
-                    item=it,
                 )
     if lock.kind == "advisory" and d.taker is None:
         for it in items:
@@ -96,27 +78,19 @@ def check_modes(
                 hint = (
                     "use the pg_try_advisory_* form the step declares, or remove try: from the step"
                 )
-            add(
-                "LD703",
+            differs(
+                it,
                 message,
-                location_of(it),
                 hint,
-                details=(f"declared at {d.location}",),
-                locks=(lock.id,),
-                item=it,
             )
             break
     if lock.kind == "advisory":
         for it in items:
             if it.lock.scope and it.lock.scope != lock.scope:
-                add(
-                    "LD703",
+                differs(
+                    it,
                     f"{statement_of(it)} takes '{lock.id}' with {it.lock.function}, "
                     f"{an(it.lock.scope)}-level lock, but the lock is declared {lock.scope}-scoped",
-                    location_of(it),
                     "use the pg_advisory_xact_* form for a transaction-scoped lock, or "
                     f"declare scope: {it.lock.scope}",
-                    details=(f"declared at {d.location}",),
-                    locks=(lock.id,),
-                    item=it,
                 )

@@ -138,11 +138,9 @@ def dotted_aliases(parts: list[str]) -> tuple[str, ...]:
 
 # --- Python ------------------------------------------------------------------------------------
 
-_PY_SIMPLE = {
-    "\n": "",
-    "\\": "\\",
-    "'": "'",
-    '"': '"',
+# The one-character escapes Go and Python share (C's): the letter after the backslash -> the
+# character it stands for.
+SIMPLE_ESCAPES = {
     "a": "\a",
     "b": "\b",
     "f": "\f",
@@ -150,7 +148,12 @@ _PY_SIMPLE = {
     "r": "\r",
     "t": "\t",
     "v": "\v",
+    "\\": "\\",
+    "'": "'",
+    '"': '"',
 }
+# Python's, plus the backslash-newline that continues a string on the next line.
+_PY_SIMPLE = {"\n": "", **SIMPLE_ESCAPES}
 
 
 def _py_token(tok: str, start: int) -> tuple[str, list[tuple[int, int]]] | None:

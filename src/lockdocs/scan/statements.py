@@ -116,34 +116,32 @@ def tokens(text: str) -> Iterator[list[Tok] | Fault]:
                 chars[h - pos] = " "
             piece = "".join(chars)
         toks, err = _scan(piece, pos)
+        if err is None and whole:
+            yield toks
+            return
+        cut: list[Tok] | None = None
         if err is None:
-            if whole:
-                yield toks
-                return
-            # The last token may be cut by the window: keep up to the last `;` before it.
-            k = _last_semicolon(toks[:-1])
+            cut = toks[:-1]  # the last token may be cut by the window
+        else:
+            message, e = err
+            runs_on = message.startswith("unterminated")
+            bad = _near(message)
+            before, s = _prefix(piece, pos, e)
+            if not whole and (runs_on or e + len(bad or "") + _MARGIN >= len(piece)):
+                # Perhaps only the window's cut made it (`1.5e|3`, a quote that closes past
+                # the cut).
+                cut = before
+        if cut is not None:
+            # Keep the statements up to the last `;` before the cut, or widen the window.
+            k = _last_semicolon(cut)
             if k is None:
                 width *= 2
                 continue
-            yield toks[: k + 1]
-            pos = toks[k][2]
+            yield cut[: k + 1]
+            pos = cut[k][2]
             width = WINDOW
             continue
-        message, e = err
-        runs_on = message.startswith("unterminated")
-        bad = _near(message)
-        before, s = _prefix(piece, pos, e)
-        if not whole and (runs_on or e + len(bad or "") + _MARGIN >= len(piece)):
-            # Perhaps only the window's cut made it (`1.5e|3`, a quote that closes past
-            # the cut): keep the statements before it, or widen.
-            k = _last_semicolon(before)
-            if k is None:
-                width *= 2
-                continue
-            yield before[: k + 1]
-            pos = before[k][2]
-            width = WINDOW
-            continue
+        assert err is not None
         yield before
         faults += 1
         at = pos + e

@@ -8,6 +8,7 @@ shipped schema files, the format reference page and the editor completion come f
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from lockdocs.schema.locks import BACKEND, KEY, KEY_TEXT, LOCK
@@ -21,6 +22,7 @@ from lockdocs.schema.sections import (
     PLANNED,
     RULE,
     TRANSACTION,
+    checks_schema,
 )
 from lockdocs.schema.steps import PATH, step_schema
 from lockdocs.schema.vocabulary import DRAFT, ID_PATTERN, string
@@ -36,7 +38,13 @@ def defs() -> dict[str, Any]:
     }
 
 
-def locks_schema() -> dict[str, Any]:
+# The options of each check (code -> option -> its schema), which only the rule registry knows:
+# given, `checks:` lists them (the schema editors and the format reference read); loading
+# validates without them, and lockdocs.config checks the options against them.
+CheckOptions = Mapping[str, Mapping[str, dict[str, Any]]]
+
+
+def locks_schema(check_options: CheckOptions | None = None) -> dict[str, Any]:
     return {
         "$schema": DRAFT,
         "$id": "https://lockdocs.invalid/schema/locks.schema.json",
@@ -53,7 +61,7 @@ def locks_schema() -> dict[str, Any]:
                 "URL; anything else leaves the numbers unlinked).",
                 pattern=r"\{number\}",
             ),
-            "checks": CHECKS,
+            "checks": checks_schema(check_options) if check_options is not None else CHECKS,
             "rules_url": string(
                 "The URL of the lockdocs rules reference page: SARIF links each rule to its "
                 "section (the URL plus #ld201, say). Omitted: no rule links.",
@@ -162,21 +170,14 @@ def paths_schema() -> dict[str, Any]:
     }
 
 
-def shipped_files() -> dict[str, str]:
-    """The schema files shipped in the package, for editors (`$schema=` lines) to point at."""
+def shipped_files(check_options: CheckOptions | None = None) -> dict[str, str]:
+    """The schema files shipped in the package, for editors (`$schema=` lines) to point at;
+    `python -m lockdocs.devdocs` writes them."""
 
     return {
         name: json.dumps(schema, indent=2, sort_keys=True) + "\n"
         for name, schema in (
-            ("locks.schema.json", locks_schema()),
+            ("locks.schema.json", locks_schema(check_options)),
             ("paths.schema.json", paths_schema()),
         )
     }
-
-
-if __name__ == "__main__":  # python -m lockdocs.schema.definition: rewrite the shipped files
-    from pathlib import Path
-
-    here = Path(__file__).parent
-    for name, text in shipped_files().items():
-        (here / name).write_text(text, encoding="utf-8")

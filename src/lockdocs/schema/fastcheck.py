@@ -124,6 +124,7 @@ class Validator:
         min_length = schema.get("minLength")
         pattern = _pattern(schema["pattern"]) if "pattern" in schema else None
         minimum = schema.get("minimum")
+        maximum = schema.get("maximum")
         min_items = schema.get("minItems", 0)
         items = schema.get("items")
         each = self._compile(items) if isinstance(items, dict) else None
@@ -144,8 +145,8 @@ class Validator:
                 return pattern is None or pattern.search(inst) is not None
             if isinstance(inst, bool):
                 return True
-            if isinstance(inst, int):
-                return minimum is None or inst >= minimum
+            if isinstance(inst, int | float):
+                return (minimum is None or inst >= minimum) and (maximum is None or inst <= maximum)
             if isinstance(inst, list):
                 if len(inst) < min_items:
                     return False
@@ -192,9 +193,6 @@ class Validator:
 
     def iter_errors(self, instance: Any) -> Iterator[SchemaError]:
         yield from self._check(instance, self.root, (), ())
-
-    def is_valid(self, instance: Any, schema: dict[str, Any]) -> bool:
-        return next(self._check(instance, schema, (), ()), None) is None
 
     def _check(
         self,
@@ -259,9 +257,11 @@ class Validator:
                 yield err("minLength", schema["minLength"])
             if "pattern" in schema and not _pattern(schema["pattern"]).search(inst):
                 yield err("pattern", schema["pattern"])
-        elif isinstance(inst, int) and not isinstance(inst, bool):
+        elif isinstance(inst, int | float) and not isinstance(inst, bool):
             if "minimum" in schema and inst < schema["minimum"]:
                 yield err("minimum", schema["minimum"])
+            if "maximum" in schema and inst > schema["maximum"]:
+                yield err("maximum", schema["maximum"])
         elif isinstance(inst, list):
             if "minItems" in schema and len(inst) < schema["minItems"]:
                 yield err("minItems", schema["minItems"])

@@ -4,6 +4,9 @@ settings, differences, planned work, the checks to run and the project limits.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from lockdocs.schema.vocabulary import (
     ALL_MODES,
     ID_PATTERN,
@@ -204,15 +207,64 @@ PLANNED = obj(
     ["issue", "title"],
 )
 
-CHECKS = {
-    "type": "object",
-    "description": (
-        "Severity per check code (LD301: info): error, warning, info or off (YAML reads a "
-        "bare off as false, which means off too). A code that names no check is a warning "
-        "(LD020)."
-    ),
-    "additionalProperties": {"enum": ["error", "warning", "info", "off", False]},
+SEVERITY = {
+    "description": "error, warning, info or off (YAML reads a bare off as false: off too).",
+    "enum": ["error", "warning", "info", "off", False],
 }
+
+
+def checks_schema(
+    options: Mapping[str, Mapping[str, dict[str, Any]]] | None = None,
+) -> dict[str, Any]:
+    """`checks:`: per check code, a severity, or a mapping of its severity and its options.
+    Loading accepts any option (it cannot know them); `options` (code -> option -> its
+    schema, from the rule registry) gives each check the options it has and no other: the
+    schema editors and the format reference read, and the one `lockdocs.config` checks the
+    options against."""
+    other = {"severity": SEVERITY}
+    value = {
+        "description": "The check's severity, or its severity and options.",
+        "oneOf": [
+            SEVERITY,
+            {
+                "type": "object",
+                "description": (
+                    "The check's severity (severity:) and its options, as the rules reference "
+                    "lists them."
+                ),
+                "properties": other,
+                **({"additionalProperties": False} if options is not None else {}),
+            },
+        ],
+    }
+    out: dict[str, Any] = {
+        "type": "object",
+        "description": (
+            "Severity per check code (LD301: info): error, warning, info or off (YAML reads a "
+            "bare off as false, which means off too); or a mapping of the severity and the "
+            "check's options (LD103: {min_odds: 0.01}). A code that names no check is a warning "
+            "(LD020)."
+        ),
+        "additionalProperties": value,
+    }
+    if options:
+        out["properties"] = {
+            code: {
+                "description": f"{code}'s severity, or its severity and options.",
+                "oneOf": [
+                    SEVERITY,
+                    obj(
+                        f"{code}'s severity (severity:) and its options.",
+                        {**other, **dict(sorted(opts.items()))},
+                    ),
+                ],
+            }
+            for code, opts in sorted(options.items())
+        }
+    return out
+
+
+CHECKS = checks_schema()
 
 
 OBSERVE = {

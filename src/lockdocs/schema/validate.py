@@ -39,6 +39,12 @@ def _validator(kind: str) -> Validator:
     return Validator(locks_schema() if kind == "locks" else paths_schema())
 
 
+def validate_against(doc: Document, schema: dict[str, Any]) -> list[Diagnostic]:
+    """A document's errors against another schema than its kind's (a part of it checked with
+    what only a later stage knows: the options of each check), worded and located alike."""
+    return _errors(doc, Validator(schema), "locks")
+
+
 def _type_name(value: Any) -> str:
     if value is None:
         return "null"
@@ -61,6 +67,12 @@ def _leaf_errors(error: Any) -> list[Any]:
         return [error]
     inst = error.instance
     subschemas = error.schema.get("oneOf", [])
+    words = [i for i, sub in enumerate(subschemas) if "enum" in sub]
+    if not isinstance(inst, dict) and len(subschemas) == 2 and len(words) == 1:
+        # a word, or a mapping (a check's severity, or its severity and options): a value that
+        # is no mapping is a word that is not one of the words
+        subs = [e for e in error.context if e.relative_schema_path[0] == words[0]]
+        return subs or [error]
     if isinstance(inst, dict):
         present = [k for k in STEP_KEYS if k in inst]
         objects = [i for i, sub in enumerate(subschemas) if sub.get("type") == "object"]
@@ -143,6 +155,9 @@ def _describe(error: Any, doc: Document) -> Diagnostic:
     elif validator == "minimum":
         message = f"{inst!r} is below the smallest allowed value, {error.validator_value}"
         hint = f"write {error.validator_value} or more"
+    elif validator == "maximum":
+        message = f"{inst!r} is above the largest allowed value, {error.validator_value}"
+        hint = f"write {error.validator_value} or less"
     elif validator == "maxProperties":
         message = "only one of these may be given: " + ", ".join(sorted(inst))
         hint = "keep exactly one"
@@ -201,7 +216,10 @@ def _step_mode_typo(error: Any, kind: str) -> bool:
 
 def validate(doc: Document, kind: str) -> list[Diagnostic]:
     """All schema errors of one document, located; one per value (a wrong type first)."""
-    validator = _validator(kind)
+    return _errors(doc, _validator(kind), kind)
+
+
+def _errors(doc: Document, validator: Validator, kind: str) -> list[Diagnostic]:
     if validator.valid(doc.data):
         return []
     rank = {"type": 0, "const": 1, "enum": 2}

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lockdocs import model as m
-from lockdocs.render.view.base import Context, walk
+from lockdocs.render.view.base import Context
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,9 @@ def about_view(ctx: Context, held_words: bool) -> AboutView:
             "does not wait."
         )
     if any(
-        isinstance(s, m.Take) and s.derived for p in model.paths.values() for s in walk(p.steps)
+        isinstance(s, m.Take) and s.derived
+        for p in model.paths.values()
+        for s in m.walk_steps(p.steps)
     ):
         words.append(
             "A lock taken in the foreign-key check of a write is one Postgres takes by itself, "

@@ -10,12 +10,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from lockdocs import model as m
-from lockdocs.analysis.events import Event
-from lockdocs.analysis.flatten import flatten
+from lockdocs.analysis.budget import Budget
+from lockdocs.analysis.events import Event, Refusal
+from lockdocs.analysis.flatten import flatten_all
 from lockdocs.diagnostics import Diagnostic
 from lockdocs.render.edges import EdgeSet, PairEdge, page_path_order
 from lockdocs.render.escape import Link, slug
+from lockdocs.render.targets import RenderError
+from lockdocs.render.view.stepview import ends_open
 from lockdocs.render.words import bare, levels
+from lockdocs.rules.catalog import load_all
 from lockdocs.rules.waivers import waiver_label
 
 RESERVED_DIAGRAMS = frozenset({"lock-order"})
@@ -60,19 +64,6 @@ def group_slugs(model: m.Model) -> dict[str, str]:
     return out
 
 
-def walk(steps: tuple[m.Step, ...]) -> Iterable[m.Step]:
-    """Every step, nested ones included, in document order (not into run: targets)."""
-    for s in steps:
-        yield s
-        if isinstance(s, m.Loop):
-            yield from walk(s.steps)
-        elif isinstance(s, m.Branches) and s.statement:
-            yield from s.statement  # a set take: each element once, not once per order
-        elif isinstance(s, m.Branches):
-            for _, alt in s.alternatives:
-                yield from walk(alt)
-
-
 @dataclass(frozen=True)
 class IssueRef:
     """An issue a lock or path names; `planned` when it is also listed as planned work."""
@@ -108,11 +99,14 @@ class Context:
         self.callers = self._callers()
         self.edges = EdgeSet(model)
         self._events: dict[str, list[Event]] = {}
+        # The page walks each path with everything it runs (the analysis walks only the
+        # standalone ones): a run: chain of n links is n²/2 steps here, so these walks share
+        # a budget of their own, counted (never timed: the page must not depend on the machine).
+        self._walks = Budget(model.limits.analysis_work)
         self._pairs_of: dict[str, list[PairEdge]] | None = None
         self._derived: dict[str, list[str]] | None = None
         self._several: dict[str, tuple[str, ...]] | None = None
         self._several_in: dict[str, set[str]] | None = None
-        self._self_edges: dict[str, PairEdge] | None = None
         self._children: dict[str, list[str]] | None = None
         self._waived: dict[str, list[tuple[tuple[str, ...], m.Waiver]]] | None = None
         self._sites: dict[str, tuple[tuple[str, bool], ...]] | None = None
@@ -136,8 +130,8 @@ class Context:
         return self._several
 
     def several_in(self, path_id: str) -> set[str]:
-        """The locks of which the path holds two or more instances at once (the inverse of
-        `several_paths`, indexed once)."""
+        """The locks the path holds two or more instances of at once (indexed once: looking
+        each path up in every lock's paths made a page of thousands quadratic)."""
         if self._several_in is None:
             index: dict[str, set[str]] = {}
             for lock, paths in self.several_paths().items():
@@ -146,18 +140,12 @@ class Context:
             self._several_in = index
         return set(self._several_in.get(path_id, ()))
 
-    def self_edge(self, lock_id: str) -> PairEdge | None:
-        """The graph's edge from the lock to itself (several instances held at once)."""
-        if self._self_edges is None:
-            self._self_edges = {e.src: e for e in self.edges.pairs if e.src == e.dst}
-        return self._self_edges.get(lock_id)
-
     def children(self, lock_id: str) -> list[str]:
-        """The locks declared `within:` this one, in declaration order (indexed once)."""
+        """The locks declared `within` this one, in declaration order (indexed once)."""
         if self._children is None:
             index: dict[str, list[str]] = {}
             for other in self.model.locks.values():
-                if other.within:
+                if other.within is not None:
                     index.setdefault(other.within, []).append(other.id)
             self._children = index
         return self._children.get(lock_id, [])
@@ -186,7 +174,7 @@ class Context:
             for pid, p in self.model.paths.items():
                 for lid in dict.fromkeys(
                     s.lock
-                    for s in walk(p.steps)
+                    for s in m.walk_steps(p.steps)
                     if isinstance(s, m.Take) and s.derived and self.happens(s)
                 ):
                     index.setdefault(lid, []).append(pid)
@@ -208,8 +196,30 @@ class Context:
     def events(self, path_id: str) -> list[Event]:
         """The path's events, its callees' included (flattened once per path)."""
         if path_id not in self._events:
-            self._events[path_id] = flatten(self.model, only=path_id)
+            found = flatten_all(self.model, only=path_id, budget=self._walks)
+            if found.refusals:
+                raise RenderError([self._stopped(found.refusals[0])])
+            self._events[path_id] = found.events
         return self._events[path_id]
+
+    def _stopped(self, r: Refusal) -> Diagnostic:
+        """LD209 for a walk the page could not finish: the page is not written."""
+        if r.scope != "work":
+            why = f"needs more than {r.budget:,} units of work to analyse (limits.path_work)"
+        else:
+            why = (
+                f"and the paths it runs took the rest of the work budget of the page's walks "
+                f"({r.budget:,} units, limits.analysis_work)"
+            )
+        finding = load_all()["LD209"].finder()
+        return finding(
+            f"path '{r.path}' {why}; the page was not rendered",
+            r.location,
+            "the page walks each path with every path it runs, so a long chain of run: steps "
+            "costs the square of its length: make it shorter, or raise limits.analysis_work "
+            "in locks.yaml",
+            paths=(r.path,),
+        )
 
     def exception_link(self, w: m.Waiver) -> Link:
         """'exception N', linked to its entry under "Where the paths differ"."""
@@ -312,7 +322,7 @@ class Context:
         """Which paths run each path (for 'Runs only inside')."""
         out: dict[str, set[str]] = {}
         for pid, p in self.model.paths.items():
-            for step in walk(p.steps):
+            for step in m.walk_steps(p.steps):
                 if isinstance(step, m.Run):
                     out.setdefault(step.path, set()).add(pid)
         return out
@@ -321,7 +331,7 @@ class Context:
 def opens_own(model: m.Model, path_id: str) -> bool:
     """Whether a path's steps open transactions (so no caller can lend it one)."""
     p = model.paths.get(path_id)
-    return p is not None and any(isinstance(s, m.Begin) for s in walk(p.steps))
+    return p is not None and any(isinstance(s, m.Begin) for s in m.walk_steps(p.steps))
 
 
 def _sites(
@@ -333,18 +343,11 @@ def _sites(
 ) -> bool:
     """Record where `caller` runs other paths and whether a transaction is open there;
     returns whether one is open after the steps (structurally; branches: any)."""
-    for s in steps:
-        if isinstance(s, m.Begin):
-            open_tx = True
-        elif isinstance(s, m.End):
-            open_tx = s.how == "leave_open"
-        elif isinstance(s, m.Loop):
-            open_tx = _sites(model, caller, s.steps, open_tx, out)
-        elif isinstance(s, m.Branches):
-            after = [_sites(model, caller, alt, open_tx, out) for _, alt in s.alternatives]
-            open_tx = any(after) if after else open_tx
-        elif isinstance(s, m.Run):
-            out.setdefault(s.path, []).append((caller, open_tx))
-            if opens_own(model, s.path):
-                open_tx = _sites(model, s.path, model.paths[s.path].steps, open_tx, {})
-    return open_tx
+
+    def at_run(s: m.Run, open_tx: bool) -> bool:
+        out.setdefault(s.path, []).append((caller, open_tx))
+        if opens_own(model, s.path):
+            return _sites(model, s.path, model.paths[s.path].steps, open_tx, {})
+        return open_tx
+
+    return ends_open(steps, open_tx, at_run)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Location, Severity
-from lockdocs.render.view.base import Context, walk
+from lockdocs.render.view.base import Context
 from lockdocs.render.view.locks import LockTableView
 from lockdocs.render.view.order import OrderView
 from lockdocs.render.view.paths import GroupView
@@ -126,7 +126,7 @@ def order(ctx: Context, view: PageView) -> Iterable[Diagnostic]:
     """One take's order named two ways: a loop in one order whose element lock's take says
     another, or a lock's order in one path said differently in two places of the page."""
     for p in ctx.model.paths.values():
-        for s in walk(p.steps):
+        for s in m.walk_steps(p.steps):
             if not isinstance(s, m.Loop) or not s.order or s.order == "none":
                 continue
             first = next((t for t in s.steps if isinstance(t, m.Take) and not t.again), None)
@@ -227,7 +227,7 @@ def key_change(ctx: Context, view: PageView) -> Iterable[Diagnostic]:
     """A take said to change a key column (or taken by a DELETE), which Postgres does with FOR
     UPDATE, declared in another mode."""
     for p in ctx.model.paths.values():
-        for s in walk(p.steps):
+        for s in m.walk_steps(p.steps):
             if not isinstance(s, m.Take) or ctx.model.locks[s.lock].kind != "row":
                 continue
             deletes = (s.implicit or "").upper().startswith("DELETE")
@@ -254,7 +254,7 @@ def held(ctx: Context, view: PageView) -> Iterable[Diagnostic]:
     for p in ctx.model.paths.values():
         if not p.standalone:
             continue  # what it holds comes from its callers
-        for s in walk(p.steps):
+        for s in m.walk_steps(p.steps):
             if not isinstance(s, m.Take) or not s.again:
                 continue
             loc = s.location
@@ -276,7 +276,7 @@ def inside(ctx: Context, view: PageView) -> Iterable[Diagnostic]:
     for path in ctx.model.paths.values():
         if path.standalone:
             continue
-        begin = next((s for s in walk(path.steps) if isinstance(s, m.Begin)), None)
+        begin = next((s for s in m.walk_steps(path.steps) if isinstance(s, m.Begin)), None)
         if begin is not None and any(in_tx for _, in_tx in ctx.run_sites().get(path.id, ())):
             yield _finding(
                 begin.location,

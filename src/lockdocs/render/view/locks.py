@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from lockdocs import model as m
 from lockdocs.render.escape import Link
-from lockdocs.render.view.base import Context, IssueRef, lock_anchor, walk
+from lockdocs.render.view.base import Context, IssueRef, lock_anchor
 from lockdocs.render.view.keys import KeyGroupView
 from lockdocs.render.view.order import OrderedLockView, ordered_lock
 from lockdocs.render.words import (
@@ -120,6 +120,9 @@ class LockView:
     several: OrderedLockView
     serializes: str | None
     notes: str | None
+    # Every text field of the lock as declared, by name (model.locks.AS_DECLARED): a new one
+    # reaches the templates as lock.declared.<name> without a field here.
+    declared: dict[str, str | None]
     issues: tuple[IssueRef, ...]
     taken_in: tuple[Link, ...]
     first_of: tuple[Link, ...]  # transaction kinds that take it first
@@ -152,7 +155,7 @@ def taken_in(ctx: Context) -> dict[str, set[str]]:
         tk = model.transactions.get(p.transaction) if p.transaction and p.standalone else None
         if tk is not None and tk.first_lock:
             out.setdefault(tk.first_lock, set()).add(pid)
-        for step in walk(p.steps):
+        for step in m.walk_steps(p.steps):
             if isinstance(step, m.Take):
                 if ctx.happens(step):
                     out.setdefault(step.lock, set()).add(pid)
@@ -236,7 +239,7 @@ def lock_view(
         cluster_wide=lock.cluster_wide,
         instance_order=order_words(lock.instance_order),
         within=ctx.lock_link(lock.within) if lock.within else None,
-        children=tuple(ctx.lock_link(other) for other in ctx.children(lock.id)),
+        children=tuple(ctx.lock_link(child) for child in ctx.children(lock.id)),
         backends=tuple(
             BackendView(
                 backend_name(b.name) or b.name,
@@ -276,6 +279,7 @@ def lock_view(
         ),
         serializes=lock.serializes,
         notes=lock.notes,
+        declared={name: getattr(lock, name) for name in m.as_declared(m.Lock)},
         issues=ctx.issues(
             [*lock.issues, *(p.issue for p in model.planned if lock.id in p.affects)]
         ),

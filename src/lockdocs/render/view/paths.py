@@ -10,7 +10,7 @@ from pathlib import PurePosixPath
 from lockdocs import model as m
 from lockdocs.analysis.events import Event
 from lockdocs.render.escape import Link
-from lockdocs.render.view.base import Context, IssueRef, group_key, group_slugs, path_anchor, walk
+from lockdocs.render.view.base import Context, IssueRef, group_key, group_slugs, path_anchor
 from lockdocs.render.view.steps import StepLines
 from lockdocs.render.view.stepview import StepView
 from lockdocs.render.view.transactions import TxView
@@ -76,14 +76,14 @@ def _derived_takes(model: m.Model) -> set[tuple[str, int, int]]:
     return {
         (s.location.file, s.location.line, s.location.column)
         for p in model.paths.values()
-        for s in walk(p.steps)
+        for s in m.walk_steps(p.steps)
         if isinstance(s, m.Take) and s.derived
     }
 
 
 def _opens_own(model: m.Model, path_id: str) -> bool:
     p = model.paths.get(path_id)
-    return p is not None and any(isinstance(s, m.Begin) for s in walk(p.steps))
+    return p is not None and any(isinstance(s, m.Begin) for s in m.walk_steps(p.steps))
 
 
 def gist(
@@ -170,7 +170,7 @@ def _item(
 def _kinds(p: m.Path, offset: int) -> list[str]:
     """The kinds of the path's transactions, in order (a kind repeated back to back once)."""
     out: list[str] = [p.transaction] if p.transaction and not offset else []
-    for s in walk(p.steps):
+    for s in m.walk_steps(p.steps):
         if isinstance(s, m.Begin) and (not out or out[-1] != s.transaction):
             out.append(s.transaction)
     return out

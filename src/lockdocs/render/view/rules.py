@@ -6,7 +6,6 @@ import re
 from dataclasses import dataclass
 
 from lockdocs import model as m
-from lockdocs.diagnostics import Diagnostic
 from lockdocs.render.escape import Link, code_lines
 from lockdocs.render.view.base import Context
 from lockdocs.render.words import (
@@ -113,35 +112,9 @@ class PlannedView:
     affects: tuple[Link, ...]
 
 
-@dataclass(frozen=True)
-class FindingView:
-    """A diagnostic as the page lists it (finding.md.j2)."""
-
-    code: str
-    severity: str
-    message: str
-    where: str
-    hint: str
-    details: tuple[str, ...]
-    waived_by: str
-
-
 def _names_issue(text: str, number: int | None) -> bool:
     """Whether prose mentions #N (the page links it there)."""
     return number is not None and re.search(rf"(?<![\w/&#])#{number}\b", text) is not None
-
-
-def finding_view(d: Diagnostic) -> FindingView:
-    """A diagnostic as data for the templates; blank detail lines dropped."""
-    return FindingView(
-        code=d.code,
-        severity=d.severity.value,
-        message=sentence(d.message),
-        where=str(d.location),
-        hint=d.hint,
-        details=tuple(x for x in d.details if x.strip()),
-        waived_by=d.waived_by,
-    )
 
 
 def rule_view(ctx: Context, rule: m.Rule) -> RuleView:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from lockdocs import model as m
 from lockdocs.analysis.events import Event
 from lockdocs.render.escape import Link
-from lockdocs.render.view.base import Context, walk
+from lockdocs.render.view.base import Context
 from lockdocs.render.view.stepview import (
     StepView,
     ends_open,
@@ -53,9 +53,9 @@ class StepLines:
         )
         self.loop_begins = any(
             isinstance(inner, m.Begin)
-            for s in walk(p.steps)
+            for s in m.walk_steps(p.steps)
             if isinstance(s, m.Loop)
-            for inner in walk(s.steps)
+            for inner in m.walk_steps(s.steps)
         )
         # transactions opened so far, by kind (the path's own first one included)
         self.opened: dict[str, int] = {}
@@ -64,13 +64,13 @@ class StepLines:
         self.several = ctx.several_in(p.id)
         # the parent locks a write's foreign-key check takes on some walk, by the write
         self.checked: dict[tuple[str, int, int], set[str]] = {}
-        for s in walk(p.steps):
+        for s in m.walk_steps(p.steps):
             if isinstance(s, m.Take) and s.derived and ctx.happens(s):
                 at = s.location
                 self.checked.setdefault((at.file, at.line, at.column), set()).add(s.lock)
         # the backends of the path's own takes, by line (a hold's acquired_at)
         self.take_backends: dict[int, set[str | None]] = {}
-        for s in walk(p.steps):
+        for s in m.walk_steps(p.steps):
             if isinstance(s, m.Take) and s.location.file == p.file:
                 self.take_backends.setdefault(s.location.line, set()).add(s.backend)
 
@@ -140,8 +140,8 @@ class StepLines:
         else:
             piles = any(
                 isinstance(s, m.Take) and not s.again and s.lock in self.several
-                for s in walk(step.steps)
-            ) and not any(isinstance(s, m.Begin) for s in walk(step.steps))
+                for s in m.walk_steps(step.steps)
+            ) and not any(isinstance(s, m.Begin) for s in m.walk_steps(step.steps))
             order = "in no fixed order" if piles else None
         return StepView(
             kind="loop", indent=indent, marker=marker, label=step.label, order=order, note=step.note
@@ -151,7 +151,9 @@ class StepLines:
         self, step: m.Run, indent: str, marker: str, out: list[StepView], open_tx: bool
     ) -> bool:
         callee = self.ctx.model.paths.get(step.path)
-        opens = callee is not None and any(isinstance(s, m.Begin) for s in walk(callee.steps))
+        opens = callee is not None and any(
+            isinstance(s, m.Begin) for s in m.walk_steps(callee.steps)
+        )
         out.append(
             StepView(
                 kind="run",

@@ -108,15 +108,24 @@ def memory_backend(lock: m.Lock | None) -> str | None:
     return names[0] if len(names) == 1 and len(lock.backends) > 1 else None
 
 
-def ends_open(steps: tuple[m.Step, ...], open_tx: bool) -> bool:
-    """Whether a transaction is open after these steps (structurally; branches: any)."""
+def ends_open(
+    steps: tuple[m.Step, ...],
+    open_tx: bool,
+    at_run: Callable[[m.Run, bool], bool] | None = None,
+) -> bool:
+    """Whether a transaction is open after these steps (structurally; branches: any).
+    `at_run` sees each run: step with whether a transaction is open there, and says whether
+    one is open after it (by default the run changes nothing)."""
     for s in steps:
         if isinstance(s, m.Begin):
             open_tx = True
         elif isinstance(s, m.End):
             open_tx = s.how == "leave_open"
         elif isinstance(s, m.Loop):
-            open_tx = ends_open(s.steps, open_tx)
+            open_tx = ends_open(s.steps, open_tx, at_run)
         elif isinstance(s, m.Branches):
-            open_tx = any(ends_open(alt, open_tx) for _, alt in s.alternatives)
+            after = [ends_open(alt, open_tx, at_run) for _, alt in s.alternatives]
+            open_tx = any(after) if after else open_tx
+        elif isinstance(s, m.Run) and at_run is not None:
+            open_tx = at_run(s, open_tx)
     return open_tx
