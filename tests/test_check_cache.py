@@ -283,6 +283,51 @@ def test_a_manifest_another_lockdocs_wrote_is_rendered_and_compared(
     assert runs.renders == rendered, "rebuilt: this version's seal holds"
 
 
+def test_a_manifest_other_code_of_the_same_version_wrote_is_rendered_and_compared(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A git install or an edited checkout keeps its version while its templates and views
+    # change: a seal by the version alone vouched for docs this code would write otherwise.
+    root = tmp_path / "shop"
+    shutil.copytree(FIXTURE, root)
+    monkeypatch.setenv("LOCKDOCS_CACHE", "off")
+    with monkeypatch.context() as m:
+        m.setattr(manifest_mod, "package_digest", lambda: "0" * 64)
+        assert build(root, svg=False, out=_Sink(), err=_Sink()) == 0
+    runs = Runs(monkeypatch)
+    _check(root, capsys, monkeypatch)
+    assert runs.renders == 1, "other code's seal vouches for nothing"
+    assert build(root, svg=False, out=_Sink(), err=_Sink()) == 0
+    rendered = runs.renders
+    _check(root, capsys, monkeypatch)
+    assert runs.renders == rendered, "rebuilt by this code: its seal holds"
+
+
+def test_the_package_digest_reads_what_the_files_hold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("LOCKDOCS_CACHE", raising=False)
+    checkcache.package_digest.cache_clear()
+    try:
+        first = checkcache.package_digest()
+        memo = tmp_path / "cache" / "lockdocs" / f"package-{checkcache.tool()[:32]}"
+        assert memo.read_text(encoding="ascii").strip() == first, "kept under tool()"
+        checkcache.package_digest.cache_clear()
+        assert checkcache.package_digest() == first, "read back from the memo"
+        monkeypatch.setenv("LOCKDOCS_CACHE", "off")
+        checkcache.package_digest.cache_clear()
+        assert checkcache.package_digest() == first, "the same without the cache folder"
+        # the names and bytes of the package's files, nothing of where they sit on this disk
+        names = [name for name, _ in checkcache._package_files()]
+        assert "render/manifest.py" in names and "templates/page.md.j2" in names
+        assert all(not name.startswith("/") for name in names)
+    finally:
+        checkcache.package_digest.cache_clear()
+
+
 def test_an_svg_read_as_bytes_says_what_its_text_says() -> None:
     """The manifest's check reads each SVG's stamps from its bytes; whatever the bytes hold,
     that is the stamp `svg_stamp` reads from the text."""

@@ -92,6 +92,59 @@ def tool() -> str:
     return h.hexdigest()
 
 
+def _package_files() -> list[tuple[str, str]]:
+    """(name from the package's folder, path) of every source, template and schema file of the
+    package, in one order everywhere."""
+    package = Path(__file__).parent
+    found: list[tuple[str, str]] = []
+    pending = [(package, "")]
+    while pending:
+        here, prefix = pending.pop()
+        with os.scandir(here) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name != "__pycache__":
+                    pending.append((Path(entry.path), f"{prefix}{entry.name}/"))
+            elif entry.name.endswith((".py", ".j2", ".json")):
+                found.append((prefix + entry.name, entry.path))
+    return sorted(found)
+
+
+@functools.cache
+def package_digest() -> str:
+    """The sha256 of what the package's files hold (sources, templates, schemas): with the
+    inputs, what the generated docs are a function of. A git install or an edited checkout
+    keeps its version while its renderer changes, so the manifest's seal holds this digest and
+    a build by other code is rendered and compared, never vouched for. Reading the package
+    costs about 20 ms, so the digest is kept in the cache folder under `tool()` (the files'
+    sizes, times and inodes) and read again only after the package changed."""
+    memo = None
+    where = folder()
+    if where is not None:
+        memo = where / f"package-{tool()[:32]}"
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            kept = memo.read_text(encoding="ascii").strip()
+            if len(kept) == 64 and all(c in "0123456789abcdef" for c in kept):
+                return kept
+    h = hashlib.sha256(b"lockdocs package 1\0")
+    for name, path in _package_files():
+        try:
+            data = Path(path).read_bytes()
+        except OSError:
+            data = b"<unreadable>"
+        h.update(f"{name}\0{len(data)}\0".encode("utf-8", "surrogateescape"))
+        h.update(data)
+    digest = h.hexdigest()
+    if memo is not None:
+        with contextlib.suppress(OSError):
+            memo.parent.mkdir(parents=True, exist_ok=True)
+            tmp = memo.with_name(f"{memo.name}.{os.getpid()}.tmp")
+            tmp.write_text(digest + "\n", encoding="ascii")
+            tmp.replace(memo)
+    return digest
+
+
 def _digest_now(root: Path, label: str) -> str:
     """What `inputs` would record for `label` if the run read it now."""
     if label.startswith("walk:"):

@@ -4,10 +4,10 @@ instead of rendering the docs again.
 A build lists every file it wrote, each page and DOT file with the sha256 of its text, and seals
 the list: the seal is the sha256 of the list, of the inputs the build rendered (the declaration
 files and project templates as it read them, the findings, the coverage of the scanned SQL) and
-of the lockdocs version. `vouch` is the drift check's fast path: when the seal holds for this
+of the lockdocs that built it (its version and the digest of its files). `vouch` is the drift check's fast path: when the seal holds for this
 run's inputs and every listed file is still the one the build wrote (a page or DOT file by its
 hash, an SVG by its stamps), the docs are what a build would write now, known without rendering
-them. Anything else (a changed input, another lockdocs version, a file edited, missing or behind
+them. Anything else (a changed input, another lockdocs version or code, a file edited, missing or behind
 a symlink, a manifest edited or merged by hand) gets no answer, and the check renders and
 compares as before, so every difference is still reported file by file.
 
@@ -25,6 +25,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from lockdocs import __version__, inputs
+from lockdocs.checkcache import package_digest
 from lockdocs.diagnostics import Diagnostic, to_record
 from lockdocs.render.stamps import svg_stamp_of
 
@@ -92,7 +93,12 @@ def run_inputs(
 
 
 def seal(digest: str, body: str) -> str:
-    h = hashlib.sha256(f"lockdocs manifest 1\0{__version__}\0{digest}\0".encode())
+    """The sha256 of the list, the inputs' digest, and the lockdocs that wrote it: its version
+    and what its files hold (`checkcache.package_digest`: the same version from another commit
+    renders other docs)."""
+    h = hashlib.sha256(
+        f"lockdocs manifest 2\0{__version__}\0{package_digest()}\0{digest}\0".encode()
+    )
     h.update(body.encode("utf-8", "surrogateescape"))
     return h.hexdigest()
 
