@@ -110,6 +110,34 @@ def test_blocks_savepoints_and_statements_of_their_own() -> None:
     assert [x.released for x in txs[1].takes] == [False, True, False]
 
 
+def test_statements_one_fingerprint_merges_are_read_each_for_itself() -> None:
+    """pglast's fingerprint drops savepoint and alias names (and schema names and parameter
+    numbers): the shape cache keyed by it read `SAVEPOINT b` as the `SAVEPOINT a` before it,
+    and the second `FOR UPDATE OF x` below as a lock on the accounts."""
+    txs = _transactions(
+        _log(
+            (1, 1, "LOG:  statement: BEGIN"),
+            (1, 2, "LOG:  statement: SAVEPOINT a"),
+            (1, 3, f"LOG:  statement: {ACCOUNT}"),
+            (1, 4, "LOG:  statement: SAVEPOINT b"),
+            (1, 5, f"LOG:  statement: {LEDGER}"),
+            (1, 6, "LOG:  statement: ROLLBACK TO SAVEPOINT b"),
+            (1, 7, f"LOG:  statement: {LEDGER}"),
+            (1, 8, "LOG:  statement: ROLLBACK TO SAVEPOINT a"),
+            (1, 9, "LOG:  statement: COMMIT"),
+            (2, 1, "LOG:  statement: SELECT 1 FROM app.accounts x, app.ledgers y FOR UPDATE OF x"),
+            (2, 2, "LOG:  statement: SELECT 1 FROM app.accounts y, app.ledgers x FOR UPDATE OF x"),
+        )
+    )
+    first, of_x, of_y = txs
+    # ROLLBACK TO b let the first ledger go; ROLLBACK TO a everything after a
+    ledger = ("ledger", "for update")
+    assert _locks(first) == [("account", "for update"), ledger, ledger]
+    assert [x.released for x in first.takes] == [True, True, True]
+    assert _locks(of_x) == [("account", "for update")]
+    assert _locks(of_y) == [("ledger", "for update")]
+
+
 def test_an_error_aborts_the_block_and_marks_what_was_asked() -> None:
     txs = _transactions(
         _log(

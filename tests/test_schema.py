@@ -163,6 +163,18 @@ def test_the_export_contract_page_lists_every_field_the_export_writes() -> None:
         ("Paths", doc["paths"][0]),
     ):
         assert set(sample) == _contract_rows(section), section
+    # the version the document carries is the one the contract page states
+    version = doc["lockdocs_export"]
+    text = (REPO / "docs" / "export.md").read_text(encoding="utf-8")
+    assert f'The document carries `"lockdocs_export": {version}`' in text
+    assert f"The version of this contract: `{version}`." in text
+    # a backend's fields as the contract's Locks table lists them (dstack declares backends)
+    other, _ = load(REPO / "examples" / "dstack")
+    assert other is not None
+    backends = [b for lock in json.loads(export_json(other))["locks"] for b in lock["backends"]]
+    assert backends
+    for b in backends:
+        assert set(b) == {"name", "kind", "scope", "table", "mode", "how"}
 
 
 def test_a_field_as_declared_is_in_the_schema_the_export_and_the_view() -> None:

@@ -15,7 +15,7 @@ from lockdocs.analysis.flatten import Flattener
 from lockdocs.analysis.walkbase import Stop
 from lockdocs.keys import key_sql
 
-EXPORT_VERSION = 1
+EXPORT_VERSION = 2
 
 
 def _key_text(kt: m.KeyText | m.IntegerPart | int | None) -> Any:

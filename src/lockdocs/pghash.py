@@ -87,7 +87,25 @@ def _hash_state(data: bytes, a: int, b: int, c: int) -> tuple[int, int]:
             a = (a + words[i]) & m
             b = (b + words[i + 1]) & m
             c = (c + words[i + 2]) & m
-            a, b, c = _mix(a, b, c)
+            # _mix(a, b, c), inlined: a key is hashed per logged statement that takes it
+            a = (a - c) & m
+            a ^= ((c << 4) | (c >> 28)) & m
+            c = (c + b) & m
+            b = (b - a) & m
+            b ^= ((a << 6) | (a >> 26)) & m
+            a = (a + c) & m
+            c = (c - b) & m
+            c ^= ((b << 8) | (b >> 24)) & m
+            b = (b + a) & m
+            a = (a - c) & m
+            a ^= ((c << 16) | (c >> 16)) & m
+            c = (c + b) & m
+            b = (b - a) & m
+            b ^= ((a << 19) | (a >> 13)) & m
+            a = (a + c) & m
+            c = (c - b) & m
+            c ^= ((b << 4) | (b >> 28)) & m
+            b = (b + a) & m
 
     rest = n - full
     if rest:

@@ -157,8 +157,16 @@ def fingerprint(text: str) -> str:
     return _guarded(_parser.fingerprint, text)
 
 
+def normalize(text: str) -> str:
+    """pg_query's normalized text: every constant made a parameter ($1, $2, ... after the
+    highest the text has), all else (names, aliases, comments, layout) as written."""
+    return _guarded(_parser.normalize, text)
+
+
 def _tokens(text: str) -> list[tuple[str, int, int]]:
-    return [(t.name, t.start, t.end + 1) for t in _parser.scan(text)]
+    # by index, not by name: a Token is a namedtuple (start, end, name, kind), and a log's
+    # new texts are each scanned
+    return [(t[2], t[0], t[1] + 1) for t in _parser.scan(text)]
 
 
 def tokens(text: str) -> list[tuple[str, int, int]]:

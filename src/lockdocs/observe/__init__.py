@@ -3,7 +3,7 @@ with `log_statement = 'all'`, checked against the declarations.
 
 The stages, in the order a log flows through them: `logged` tells the statements in the log's
 entries (simple and extended protocol, with their parameters), `shapes` reads each statement
-once per shape (pglast's fingerprint) into transaction control and lock specs, `locks` turns
+once per shape (its normalized text) into transaction control and lock specs, `locks` turns
 a spec into the declared lock it takes (or an undeclared one), `sessions` rebuilds every
 backend's transactions (blocks, savepoints, errors, a log cut in the middle), `paths` names
 the declared path of each transaction, `orders` collects the observed lock orders and finds

@@ -89,6 +89,10 @@ class Locker:
         self.table_locks = [(lk.id, lk.table) for lk in locks if lk.kind == "table" and lk.table]
         self.modes = {lk.id: lk.mode_names for lk in locks}
         self.advisory = [lk for lk in locks if lk.kind == "advisory" and lk.key is not None]
+        # the keys that are families (a fixed key is only its own tag), in declaration order
+        self.families = [
+            (lk.id, lk.key) for lk in self.advisory if lk.key is not None and lk.key.tag is None
+        ]
         self.tags: dict[tuple[int, int, int], list[str]] = {}
         for lk in self.advisory:
             assert lk.key is not None
@@ -178,14 +182,7 @@ class Locker:
         """The declared locks an advisory key can belong to, and why none when none."""
         if tag is not None and tag in self.tags:
             return list(self.tags[tag]), ""
-        out = []
-        for lk in self.advisory:
-            key = lk.key
-            assert key is not None
-            if key.tag is not None:
-                continue  # a fixed key: only its own tag is it
-            if _fits(key, call):
-                out.append(lk.id)
+        out = [lid for lid, key in self.families if _fits(key, call)]
         if out:
             return out, ""
         return [], "no declared key has this tag and no family's key is built like it"

@@ -39,16 +39,21 @@ def statement_of(e: Entry) -> Logged | None:
         if at < 0:
             return None  # the duration alone: the statement was logged before it ran
         msg = msg[at + 2 :]
+    # tuple.__new__ skips the NamedTuple's Python-level __new__ (one a logged statement)
     if msg.startswith(_STATEMENT):
-        return Logged(msg[len(_STATEMENT) :])
+        return _new(Logged, (msg[11:], (), ""))
     if msg.startswith(_EXECUTE):
-        colon = msg.find(": ", len(_EXECUTE))
+        colon = msg.find(": ", 8)
         if colon < 0:
             return None
-        name = msg[len(_EXECUTE) : colon]
-        params = parameters(e.detail) if e.detail.startswith(_PARAMETERS) else ()
-        return Logged(msg[colon + 2 :], params, "" if name == "<unnamed>" else name)
+        name = msg[8:colon]
+        detail = e.detail
+        params = parameters(detail) if detail.startswith(_PARAMETERS) else ()
+        return _new(Logged, (msg[colon + 2 :], params, "" if name == "<unnamed>" else name))
     return None
+
+
+_new = tuple.__new__
 
 
 # `$n = 'value'` or `$n = NULL`: with no doubled quote in the DETAIL, every quote delimits a

@@ -73,13 +73,7 @@ class Orders:
                 continue
             source = f.take.source
             for (held, _, _), held_line in zip(takes, lines, strict=True):
-                w = self.edges.get((held, lock))
-                if w is None:
-                    self.edges[(held, lock)] = Witness(
-                        f.take.source, held_line, f.take.line, first_line, path
-                    )
-                else:
-                    w.count += 1
+                self._seen(held, lock, f, held_line, first_line, path)
             if f.take.released:
                 continue  # let go by ROLLBACK TO: no later take waits while holding it
             takes.append((lock, f.take.took.mode, f.take.took.option))
@@ -107,15 +101,20 @@ class Orders:
         """A foreign-key re-check the log cannot confirm: seen along a declared order (for
         coverage), never the witness of an undeclared one nor a step of a sequence."""
         for (held, _, _), held_line in zip(takes, lines, strict=True):
-            if (held, lock) not in self.declared:
-                continue
-            w = self.edges.get((held, lock))
-            if w is None:
-                self.edges[(held, lock)] = Witness(
-                    f.take.source, held_line, f.take.line, first_line, path
-                )
-            else:
-                w.count += 1
+            if (held, lock) in self.declared:
+                self._seen(held, lock, f, held_line, first_line, path)
+
+    def _seen(
+        self, held: str, lock: str, f: First, held_line: int, first_line: int, path: str | None
+    ) -> None:
+        """One more time `lock` was taken while `held` was: the first time is the witness."""
+        w = self.edges.get((held, lock))
+        if w is None:
+            self.edges[(held, lock)] = Witness(
+                f.take.source, held_line, f.take.line, first_line, path
+            )
+        else:
+            w.count += 1
 
     def _synthetic(self, f: First) -> str | None:
         """An undeclared lock taken explicitly joins the search under a name of its own."""

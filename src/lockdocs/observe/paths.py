@@ -161,7 +161,7 @@ class PathMatcher:
     def match(self, t: Transaction, firsts: list[First], candidates: list[Take]) -> Match:
         path, how, words = self.named(t)
         if path is not None and how != "unknown":
-            named = (path, tuple((t.took.seen.locks, t.took.mode) for t in candidates))
+            named = (path, tuple([(t.took.seen.locks, t.took.mode) for t in candidates]))
             if named not in self._declared_of:
                 if len(self._declared_of) > 10_000:
                     self._declared_of.clear()
@@ -174,7 +174,7 @@ class PathMatcher:
         if not takes:
             return Match(None, "none", "it takes no declared lock")
         # One score per distinct sequence: a log repeats a few sequences many times.
-        key = tuple((t.took.seen.locks, t.took.mode) for t in takes)
+        key = tuple([(t.took.seen.locks, t.took.mode) for t in takes])
         hit = self._matched.get(key)
         if hit is None:
             if len(self._matched) >= 10_000:

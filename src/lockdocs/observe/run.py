@@ -98,8 +98,9 @@ class Observer:
     # --- the stream ---------------------------------------------------------------------
 
     def feed(self, entries: Iterable[Entry]) -> None:
+        feed = self.rebuilder.feed
         for e in entries:
-            self.rebuilder.feed(e)
+            feed(e)
         self.rebuilder.finish()
 
     def transaction(self, t: Transaction) -> None:
@@ -119,7 +120,11 @@ class Observer:
         rough = _firsts(t.takes, None)
         match = self.matcher.match(t, rough, [x.take for x in rough if not x.quiet])
         self.matches[match.how] = self.matches.get(match.how, 0) + 1
-        ambiguous = any(len(x.take.took.seen.locks) > 1 for x in rough)
+        ambiguous = False
+        for x in rough:
+            if len(x.take.took.seen.locks) > 1:
+                ambiguous = True
+                break
         firsts = _firsts(t.takes, match.declared) if match.declared and ambiguous else rough
         path = match.path if match.how not in ("unknown", "ambiguous", "none", "partial") else None
         declared = match.declared if path is not None else None
@@ -251,24 +256,27 @@ def _firsts(takes: list[Take], d: Declared | None) -> list[First]:
     maybe: set[object] = set()
     held: list[str] = []
     out: list[First] = []
+    new = tuple.__new__  # First's own __new__ is Python: this runs per lock a log shows
     for take in takes:
-        seen = take.took.seen
+        took = take.took
+        seen = took.seen
+        locks = seen.locks
         lock = None
-        if len(seen.locks) == 1:
-            lock = seen.locks[0]
-        elif seen.locks and d is not None:
-            fitting = [lk for lk in seen.locks if lk in d.modes]
+        if len(locks) == 1:
+            lock = locks[0]
+        elif locks and d is not None:
+            fitting = [lk for lk in locks if lk in d.modes]
             lock = fitting[0] if len(fitting) == 1 else None
         key: object = lock if lock is not None else seen
         if key in done:
             continue
-        if take.took.recheck is not None:
+        if took.recheck is not None:
             # a possible take: said once, held by nothing; a later certain take is the first
             if key not in maybe:
                 maybe.add(key)
-                out.append(First(lock, take, tuple(held), "recheck"))
+                out.append(new(First, (lock, take, tuple(held), "recheck")))
             continue
-        out.append(First(lock, take, tuple(held)))
+        out.append(new(First, (lock, take, tuple(held), "")))
         if take.released:
             continue
         done.add(key)

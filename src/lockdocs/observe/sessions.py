@@ -147,11 +147,26 @@ class Rebuilder:
                 self.anonymous += 1
             return
         if e.severity == "LOG":
-            logged = statement_of(e)
+            msg = e.message
+            # a simple query, read here (the most common entry); the rest by statement_of
+            logged = (msg[11:], ()) if msg.startswith("statement: ") else statement_of(e)
             if logged is not None:
-                s = self._session(e)
+                s = self.sessions.get(e.session or str(e.pid))
+                if (
+                    s is None
+                    or e.session_line is None
+                    or s.line is None
+                    or e.session_line != s.line + s.width
+                    or (e.application and e.application != s.application)
+                ):
+                    s = self._session(e)  # a new session, a gap, a new name: said there
+                else:
+                    s.line, s.width = e.session_line, e.width  # the common case
                 self.statements += 1
-                self._statement(s, e, self.shapes.plan(logged.text), logged.params)
+                plan = self.shapes.texts.get(logged[0])  # a text seen before: the common case
+                if plan is None:
+                    plan = self.shapes.plan(logged[0])
+                self._statement(s, e, plan, logged[1])
                 return
             if starts_session(e) or ends_session(e):
                 key = e.session or str(e.pid)
@@ -184,7 +199,10 @@ class Rebuilder:
     # --- statements ---------------------------------------------------------------------
 
     def _statement(self, s: _Session, e: Entry, plan: Plan, params: tuple[str | None, ...]) -> None:
-        self._flush_pending(s)
+        if s.pending:
+            self._flush_pending(s)
+        elif s.block is None:
+            s.last_takes = None
         if not s.known and e.vxid and s.unknown and e.vxid != s.vxid:
             self._let_unknown_go(s)  # a new transaction began: the ones so far were their own
         s.vxid = e.vxid or s.vxid
@@ -200,6 +218,7 @@ class Rebuilder:
                 self._close_single(s, target)
             return
         several = len(plan.steps) > 1 and plan.several
+        took_of, literals = self.shapes.took, plan.literals
         for step in plan.steps:
             if step.control is not None:
                 self._control(s, e, step.control, step.savepoint, step.chain, implicit)
@@ -214,20 +233,25 @@ class Rebuilder:
                     implicit = found
             target = found
             target.statements += 1
-            for k, v in plan.tags:
-                target.tags.setdefault(k, v)
-            s.last_takes = (target, len(target.takes))
-            for took in self.shapes.took(step, params, plan.literals):
-                target.takes.append(Take(took, e.source, e.line, plan.shape, plan.name))
+            if plan.tags:
+                tags = target.tags
+                for k, v in plan.tags:
+                    if k not in tags:
+                        tags[k] = v
+            takes = target.takes
+            s.last_takes = (target, len(takes))
+            source, line, shape, name = e.source, e.line, plan.shape, plan.name
+            took = step.took if not params and not step.needs else took_of(step, params, literals)
+            if took:
+                takes += [Take(t, source, line, shape, name) for t in took]
             if step.writes:
                 # an update of a table the transaction wrote before: maybe a row it wrote, which
                 # Postgres checks the foreign keys of again
                 for table, again in step.rechecks:
                     if table in target.written:
-                        for took in again:
-                            target.takes.append(Take(took, e.source, e.line, plan.shape, plan.name))
+                        takes += [Take(t, source, line, shape, name) for t in again]
                 target.written.update(step.writes)
-            target.end_line = e.line
+            target.end_line = line
             if target is not s.block and target is not implicit:
                 self._close_single(s, target)
         if implicit is not None:

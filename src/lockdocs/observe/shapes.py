@@ -1,11 +1,14 @@
 """Each logged statement read once per shape: its text -> a `Plan` (its statements' transaction
-control and the locks each takes), cached by the exact text and by pglast's fingerprint.
+control and the locks each takes), cached by the exact text and by its normalized form.
 
 A test suite logs the same few hundred statements a million times: an extended-protocol
 execution logs the same text with other parameters, and a simple query the same text with
-other literals (one fingerprint). So a text seen before costs a dictionary lookup, a new
-text of a known shape one fingerprint (a parse in C), and only a new shape (or a statement
-whose advisory key is built from its literals) the full parse and walk. The caches are
+other literals (one normalized form: pg_query's normalize, constants made parameters). So a
+text seen before costs a dictionary lookup, a new text of a known form one normalize (a
+parse in C), and only a new form (or a statement whose advisory key is built from its
+literals) the full parse and walk. Not the fingerprint: it drops savepoint, alias and schema
+names and parameter numbers, so `SAVEPOINT b` would have been read as the `SAVEPOINT a` before
+it. The fingerprint only numbers the shapes findings are grouped by. The caches are
 bounded; a full one is emptied, which costs speed, never correctness.
 
 Comments are not part of a shape: the sqlcommenter tags (`/*lockdocs_path='settle'*/`) and
@@ -52,6 +55,7 @@ class Step:
     # per table it updates: the foreign-key re-checks it takes if its transaction wrote the
     # table before (Locker.rechecks)
     rechecks: tuple[tuple[str, tuple[Took, ...]], ...] = ()
+    keys_first: bool = True  # the advisory calls come before its other locks in the text
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,8 +79,8 @@ class Shapes:
 
     locker: Locker
     texts: dict[str, Plan] = field(default_factory=dict)
-    # fingerprint -> (steps, shape number, how many constants a text of it holds, or -1 when
-    # its keys read none)
+    # normalized text -> (steps, shape number, how many constants a text of it holds, or -1
+    # when its keys read none)
     shapes: dict[str, tuple[tuple[Step, ...], int, int]] = field(default_factory=dict)
     fingerprints: int = 0
     parses: int = 0
@@ -102,18 +106,18 @@ class Shapes:
             except pgparse.ParseError:
                 tokens = None
         tags, name = _comments(text, tokens or [])
-        try:
-            self.fingerprints += 1
-            fp = pgparse.fingerprint(text)
-        except pgparse.ParseError as exc:
-            return Plan(tags=tags, name=name, error=unread(exc))
-        number = self.numbers.get(fp)
-        if number is None:
-            number = len(self.numbers) + 1
-            if len(self.numbers) < MAX_SHAPES:
-                self.numbers[fp] = number
-                self.samples[number] = text
-        cached = self.shapes.get(fp)
+        # The steps are shared by the texts of one normalized form (the text with its comments
+        # dropped and its constants made $1, $2, ...): a fingerprint also drops savepoint,
+        # alias and schema names and parameter numbers, which decide what a statement locks.
+        # A text with a $ of its own ($1 or a dollar quote) could meet a normalized one, so it
+        # is read alone (an extended-protocol text repeats whole: the text cache serves it).
+        key = None
+        if "$" not in text:
+            try:
+                key = pgparse.normalize(_uncommented(text, tokens) if tokens else text)
+            except pgparse.ParseError as exc:
+                return Plan(tags=tags, name=name, error=unread(exc))
+        cached = self.shapes.get(key) if key is not None else None
         if cached is not None:
             steps, shape, count = cached
             if count < 0:
@@ -124,23 +128,38 @@ class Shapes:
             found = literal_tokens(text, tokens) if tokens is not None else None
             if found is not None and len(found) == count:
                 return Plan(steps, tags, name, shape=shape, literals=tuple(found))
+            number = shape
+        else:
+            try:
+                self.fingerprints += 1
+                fp = pgparse.fingerprint(text)
+            except pgparse.ParseError as exc:
+                return Plan(tags=tags, name=name, error=unread(exc))
+            number = self.numbers.get(fp) or 0
+            if not number:
+                number = len(self.numbers) + 1
+                if len(self.numbers) < MAX_SHAPES:
+                    self.numbers[fp] = number
+                    self.samples[number] = text
         try:
             self.parses += 1
             stmts = statements(text)
         except pgparse.ParseError as exc:
             return Plan(tags=tags, name=name, error=unread(exc))
         steps = tuple(self._step(s) for s in stmts)
+        if key is None:
+            return Plan(steps, tags, name, shape=number)
         if len(self.shapes) >= MAX_SHAPES:
             self.shapes.clear()
         if not any(s.literal_keys for s in stmts):
-            self.shapes[fp] = (steps, number, -1)
+            self.shapes[key] = (steps, number, -1)
             return Plan(steps, tags, name, shape=number)
         if tokens is None:
             tokens = _tokens(text)
         found = literal_tokens(text, tokens) if tokens is not None else None
         templated = _templated(steps, tokens or [], text) if found is not None else None
         if templated is not None and found is not None:
-            self.shapes[fp] = (templated, number, len(found))
+            self.shapes[key] = (templated, number, len(found))
         return Plan(steps, tags, name, shape=number)
 
     def _constant(self, plan: Plan) -> Plan:
@@ -148,13 +167,23 @@ class Shapes:
         the same in every execution of the text (a fixed rendezvous key, a literal id)."""
         if not any(step.needs and not step.params for step in plan.steps):
             return plan
+        # the constructors, not dataclasses.replace: this runs once a new text, and a log's
+        # simple queries are new texts
         steps = tuple(
-            replace(step, took=self.took(step, (), plan.literals), needs=(), keyed=())
+            Step(
+                step.control,
+                step.savepoint,
+                step.chain,
+                self.took(step, (), plan.literals),
+                statement=step.statement,
+                writes=step.writes,
+                rechecks=step.rechecks,
+            )
             if step.needs and not step.params
             else step
             for step in plan.steps
         )
-        return replace(plan, steps=steps)
+        return Plan(steps, plan.tags, plan.name, plan.error, plan.shape, plan.literals)
 
     def _step(self, s: Statement) -> Step:
         if s.control is not None:
@@ -175,7 +204,7 @@ class Shapes:
                 again = self.locker.rechecks(spec.table or "", spec.columns)
                 if again:
                     rechecks.append((spec.table or "", again))
-        return Step(
+        step = Step(
             took=tuple(took),
             needs=tuple(needs),
             params=any(reads_parameters(s.locks[i]) for i in needs),
@@ -183,6 +212,7 @@ class Shapes:
             writes=tuple(dict.fromkeys(spec.table or "" for spec in written)),
             rechecks=tuple(rechecks),
         )
+        return replace(step, keys_first=_keys_first(step)) if needs else step
 
     def took(
         self, step: Step, params: Sequence[str | None], literals: Sequence[object] = ()
@@ -190,14 +220,20 @@ class Shapes:
         """What a step takes in one execution: its fixed locks and its keys computed from
         this execution's literals and parameters, in the statement's order."""
         fixed = step.took
-        if params and any(p is not None and p[:1] == "{" and "," in p for p in params):
-            # an array of keys: the statement may lock several rows (= ANY($1))
-            fixed = tuple(replace(t, many=True) if t.seen.kind == "row" else t for t in fixed)
+        if fixed and params:
+            for p in params:
+                if p is not None and p[:1] == "{" and "," in p:
+                    # an array of keys: the statement may lock several rows (= ANY($1))
+                    fixed = tuple(
+                        replace(t, many=True) if t.seen.kind == "row" else t for t in fixed
+                    )
+                    break
         if not step.needs or step.statement is None:
             return fixed
         specs = step.keyed or tuple(step.statement.locks[i] for i in step.needs)
-        keyed = [t for spec in specs for t in self.locker.took(spec, params, literals)]
-        return tuple(keyed) + fixed if _keys_first(step) else fixed + tuple(keyed)
+        took = self.locker.took
+        keyed = tuple(t for spec in specs for t in took(spec, params, literals))
+        return keyed + fixed if step.keys_first else fixed + keyed
 
 
 def _tokens(text: str) -> list[tuple[str, int, int]] | None:
@@ -236,6 +272,20 @@ def _keys_first(step: Step) -> bool:
     return not others or first_key <= min(others)
 
 
+def _uncommented(text: str, tokens: Sequence[tuple[str, int, int]]) -> str:
+    """The text with its comments made spaces: a sqlcommenter tag (a trace id) differs on
+    every request, and must not make every statement a shape of its own."""
+    out: list[str] = []
+    at = 0
+    for kind, start, end in tokens:
+        if kind in ("SQL_COMMENT", "C_COMMENT"):
+            out.append(text[at:start])
+            out.append(" ")
+            at = end
+    out.append(text[at:])
+    return "".join(out)
+
+
 def _comments(
     text: str, tokens: Sequence[tuple[str, int, int]]
 ) -> tuple[tuple[tuple[str, str], ...], str]:
@@ -249,8 +299,18 @@ def _comments(
             if len(words) >= 2 and words[0] == "name:":
                 name = words[1]
         elif kind == "C_COMMENT":
-            tags.extend(sqlcommenter(text[start + 2 : end - 2]))
+            inner = text[start + 2 : end - 2]
+            found = _TAGS.get(inner)
+            if found is None:
+                if len(_TAGS) >= MAX_TEXTS:
+                    _TAGS.clear()
+                found = _TAGS[inner] = tuple(sqlcommenter(inner))
+            tags.extend(found)
     return tuple(tags), name
+
+
+# A comment's tags, by its text: an application writes a few tags on many statements.
+_TAGS: dict[str, tuple[tuple[str, str], ...]] = {}
 
 
 def sqlcommenter(inner: str) -> list[tuple[str, str]]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from operator import itemgetter
 from typing import NamedTuple
 
 LEVELS: tuple[str, ...] = ("DEBUG5", "DEBUG4", "DEBUG3", "DEBUG2", "DEBUG1", "LOG", "INFO")
@@ -80,6 +81,11 @@ class Values(NamedTuple):
     database: str = ""
 
 
+# The groups `Values` is read from, in its order.
+_VALUES = ("p", "c", "l", "v", "x", "a", "u", "d")
+_new_values = tuple.__new__
+
+
 class Prefix:
     """One `log_line_prefix` setting, compiled."""
 
@@ -87,10 +93,16 @@ class Prefix:
         self.spec = spec
         self.escapes: set[str] = set()
         pattern = self._compile(spec)
+        # A value the setting does not print is an empty group at the end, which matches
+        # nothing: then `values` reads every line's values in one C call, with no test per field.
+        named = re.compile(pattern, re.DOTALL).groupindex
+        pattern += "".join(f"(?P<{k}>)" for k in _VALUES if k not in named)
         self.regex = re.compile(pattern, re.DOTALL)
         # The prefix and the level word after it, in one match: the common case of a line.
         self.line = re.compile(pattern + LEVEL.pattern, re.DOTALL)
-        self.index = dict(self.regex.groupindex)  # the same groups, numbered alike, in both
+        index = self.regex.groupindex  # the same groups, numbered alike, in both
+        # indexes into Match.groups() (group n is at n - 1)
+        self._pick = itemgetter(*(index[k] - 1 for k in _VALUES))
 
     def _compile(self, spec: str) -> str:
         out: list[str] = []
@@ -148,21 +160,22 @@ class Prefix:
         return self.values(hit)
 
     def values(self, hit: re.Match[str]) -> Values:
-        """The values a match of `regex` or `line` read (the hot path of a stderr log: the
-        groups the setting has, by index, no dictionary)."""
-        get = hit.group
-        idx = self.index
-        pid = get(idx["p"]) if "p" in idx else None
-        sline = get(idx["l"]) if "l" in idx else None
-        return Values(
-            int(pid) if pid and len(pid) < 12 else None,
-            (get(idx["c"]) or "") if "c" in idx else "",
-            int(sline) if sline and len(sline) < 19 else None,
-            (get(idx["v"]) or "") if "v" in idx else "",
-            (get(idx["x"]) or "") if "x" in idx else "",
-            (get(idx["a"]) or "") if "a" in idx else "",
-            (get(idx["u"]) or "") if "u" in idx else "",
-            (get(idx["d"]) or "") if "d" in idx else "",
+        """The values a match of `regex` or `line` read (the hot path of a stderr log: every
+        group by index in one call, no dictionary)."""
+        pid, session, sline, vxid, xid, app, user, db = self._pick(hit.groups())
+        # tuple.__new__ skips the NamedTuple's Python-level __new__ (one a log line)
+        return _new_values(
+            Values,
+            (
+                int(pid) if pid and len(pid) < 12 else None,
+                session or "",
+                int(sline) if sline and len(sline) < 19 else None,
+                vxid or "",
+                xid or "",
+                app or "",
+                user or "",
+                db or "",
+            ),
         )
 
 

@@ -243,6 +243,30 @@ class _Lines:
         except (OSError, EOFError, zlib.error) as exc:
             self.reader.problem(self.name, n + 1, f"the file cannot be read past here: {exc}")
 
+    def texts(self) -> Iterator[str]:
+        """The lines' texts alone, numbered 1, 2, ... by the reader (the stderr format's loop:
+        no tuple a line)."""
+        ahead, self.ahead = self.ahead, []
+        for _, text in ahead:
+            yield text
+        readline = self.stream.readline
+        n = self.n
+        try:
+            while True:
+                raw = readline(MAX_ENTRY)
+                if not raw:
+                    self.n = n
+                    return
+                n += 1
+                if raw[-1:] == b"\n":
+                    raw = raw[:-2] if raw[-2:-1] == b"\r" else raw[:-1]
+                elif len(raw) >= MAX_ENTRY:
+                    self._skip_rest(n)
+                yield raw.decode("utf-8", "replace")
+        except (OSError, EOFError, zlib.error) as exc:
+            self.n = n
+            self.reader.problem(self.name, n + 1, f"the file cannot be read past here: {exc}")
+
     def _skip_rest(self, n: int) -> None:
         while True:
             more = self.stream.readline(MAX_ENTRY)
@@ -295,79 +319,41 @@ def _int(text: object, digits: int = 11) -> int | None:
     return int(s) if s and len(s) <= digits and s.isascii() and s.isdigit() else None
 
 
-class _Building:
-    """A stderr entry being read: its fields as lists of lines, joined once at the end."""
-
-    __slots__ = ("cut", "fields", "last", "line", "severity", "size", "values", "width")
-
-    def __init__(self, severity: str, line: int, values: Values, text: str) -> None:
-        self.severity = severity
-        self.line = line
-        self.values = values
-        self.fields: dict[str, list[str]] = {"MESSAGE": [text]}
-        self.last: list[str] | None = self.fields["MESSAGE"]
-        self.size = len(text)
-        self.cut = False
-        self.width = 1
-
-    def add(self, text: str) -> None:
-        if self.last is None:
-            return
-        self.size += len(text) + 1
-        if self.size > MAX_ENTRY:
-            self.cut = True
-            return
-        self.last.append(text)
-
-    def start(self, name: str, text: str) -> None:
-        self.width += 1
-        self.fields[name] = [text]
-        self.last = self.fields[name]
-        self.size += len(text)
-
-    def finish(self, source: str) -> Entry:
-        fields = self.fields
-        m = fields["MESSAGE"]
-        message = m[0] if len(m) == 1 else "\n".join(m)
-        detail = hint = context = statement = ""
-        if len(fields) > 1:
-            f = {k: v[0] if len(v) == 1 else "\n".join(v) for k, v in fields.items()}
-            detail, hint = f.get("DETAIL", ""), f.get("HINT", "")
-            context, statement = f.get("CONTEXT", ""), f.get("STATEMENT", "")
-        v = self.values
-        # positional: the fields of Entry in order (a log makes one per message)
-        return Entry(
-            self.severity,
-            message,
-            "",
-            detail,
-            hint,
-            context,
-            statement,
-            v.pid,
-            "",
-            self.line,
-            v.session,
-            v.session_line,
-            v.vxid,
-            v.xid,
-            v.application,
-            v.user,
-            v.database,
-            source,
-            self.cut,
-            self.width,
-        )
+def _joined(lines: list[str] | None) -> str:
+    if lines is None:
+        return ""
+    return lines[0] if len(lines) == 1 else "\n".join(lines)
 
 
 def _stderr(lines: _Lines, name: str, reader: LogReader, prefix: Prefix | None) -> Iterator[Entry]:
-    current: _Building | None = None
+    """The entries of a stderr log. The entry being read is held in local variables (its
+    message's lines, and its DETAIL, HINT, CONTEXT and STATEMENT lines when it has them),
+    joined once when the next entry begins: this is the loop every line of a log goes
+    through."""
     misread = 0
-    whole = prefix.line.match if prefix is not None else None
-    for n, raw in lines:
-        if raw.startswith("\t"):
-            if current is not None:
-                current.add(raw[1:])
+    line_re = prefix.line if prefix is not None else None
+    whole = line_re.match if line_re is not None else None
+    limit = MAX_ENTRY
+    # the entry being read: none while severity is None
+    severity: str | None = None
+    start = 0
+    values = _NO_VALUES
+    message: list[str] = []
+    fields: dict[str, list[str]] | None = None
+    last: list[str] | None = None  # the lines a tab-continued line adds to
+    size = 0
+    cut = False
+    width = 1
+    n = 0
+    for raw in lines.texts():
+        n += 1
+        if raw[:1] == "\t":
+            if last is not None:
+                size += len(raw)  # the line without its tab, and the newline it joins with
+                if size > limit:
+                    cut = True
+                else:
+                    last.append(raw[1:])
             continue
         hit = whole(raw) if whole is not None else None
         if hit is not None:
@@ -376,29 +362,76 @@ def _stderr(lines: _Lines, name: str, reader: LogReader, prefix: Prefix | None) 
         else:
             hit = level_at(raw)
             if hit is None:
-                if current is not None:
-                    current.last = None  # a foreign line ends what a tab may continue
+                last = None  # a foreign line ends what a tab may continue
                 continue
             word, end = hit["level"], hit.end()
         body = raw[end:]
         if word in FIELDS:
-            if current is not None:
-                current.start(word, body)
+            if severity is not None:
+                width += 1
+                if fields is None:
+                    fields = {}
+                last = fields[word] = [body]
+                size += len(body)
             continue
-        if current is not None:
-            yield current.finish(name)
+        if severity is not None:
+            yield _entry(severity, message, fields, values, start, name, cut, width)
         found: Values | None = None
-        if prefix is not None and hit.re is prefix.line:
+        if prefix is not None and hit.re is line_re:
             found = prefix.values(hit)
         elif prefix is not None:
             found = prefix.read(raw, hit.start())
             misread += found is None
         values = found if found is not None else loose(raw[: hit.start()])
-        current = _Building(word, n, values, body)
-    if current is not None:
-        yield current.finish(name)
+        severity, start, fields, size, cut, width = word, n, None, len(body), False, 1
+        message = last = [body]
+    if severity is not None:
+        yield _entry(severity, message, fields, values, start, name, cut, width)
     if misread:
         reader.unmatched[name] = reader.unmatched.get(name, 0) + misread
+
+
+_NO_VALUES = Values()
+
+
+def _entry(
+    severity: str,
+    message: list[str],
+    fields: dict[str, list[str]] | None,
+    v: Values,
+    line: int,
+    source: str,
+    cut: bool,
+    width: int,
+) -> Entry:
+    detail = hint = context = statement = ""
+    if fields is not None:
+        get = fields.get
+        detail, hint = _joined(get("DETAIL")), _joined(get("HINT"))
+        context, statement = _joined(get("CONTEXT")), _joined(get("STATEMENT"))
+    # positional: the fields of Entry in order (a log makes one per message)
+    return Entry(
+        severity,
+        message[0] if len(message) == 1 else "\n".join(message),
+        "",
+        detail,
+        hint,
+        context,
+        statement,
+        v.pid,
+        "",
+        line,
+        v.session,
+        v.session_line,
+        v.vxid,
+        v.xid,
+        v.application,
+        v.user,
+        v.database,
+        source,
+        cut,
+        width,
+    )
 
 
 def _csv_rows(lines: _Lines, name: str, reader: LogReader) -> Iterator[tuple[int, list[str]]]:
