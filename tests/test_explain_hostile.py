@@ -5,8 +5,8 @@ proportion to what is read, not more; control characters reach no terminal.
 
 The fuzz target at the end generates logs in the three formats from hostile pieces; the
 default suite runs a sample, `make fuzz` (marker `fuzz`) the long run with its fixed seed. A
-log that ever crashed it goes into tests/data/explain/hostile/ as a file, which every run
-reads again (the crash corpus).
+log that crashes it is kept in the test's tmp_path (a run never writes into the tree); copied
+into tests/data/explain/hostile/, every run reads it again (the crash corpus).
 """
 
 from __future__ import annotations
@@ -326,10 +326,13 @@ def _fuzz(shop: object, tmp: Path, cases: int, seed: int) -> int:
         log.write_bytes(makers[i % 3](rng).encode("utf-8", "surrogateescape"))
         try:
             _, shown = _explained(shop, log)
-        except Exception as exc:  # a crash: keep the log as a regression file
-            kept = CORPUS / f"fuzz-{seed}-{i}{log.suffix}"
+        except Exception as exc:  # a crash: keep the log (outside the tree) to add to CORPUS
+            kept = tmp / f"fuzz-{seed}-{i}{log.suffix}"
             kept.write_bytes(log.read_bytes())
-            raise AssertionError(f"explain crashed on a generated log, kept as {kept}") from exc
+            raise AssertionError(
+                f"explain crashed on a generated log, kept as {kept}: copy it into {CORPUS}"
+                " once fixed, as a regression file"
+            ) from exc
         assert "\x1b" not in shown["text"] and "\x1b" not in shown["markdown"], log.read_text()
     return cases
 

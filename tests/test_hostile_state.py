@@ -1,4 +1,5 @@
-"""State that cannot lie: the clean-check cache records what the run read, concurrent builds
+"""State that cannot lie: the check's result cache and the manifest's seal record what the run
+read (never what it finds on disk afterwards), concurrent builds
 take turns, killed builds leave no temporary files behind for good, and written files get the
 mode `open` would give. Real CLI, real files, real processes."""
 
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import lockdocs.render.build as build_mod
+import lockdocs.render.current as current_mod
 import lockdocs.render.pages as pages_mod
 from conftest import REPO, run_cli
 from lockdocs.api import build as api_build
@@ -39,26 +41,33 @@ def _edit(root: Path, n: int = 1) -> None:
     locks.write_text(text.replace("title: Shop Locks", f"title: Shop Locks {n}", 1))
 
 
-# --- the clean-check cache -----------------------------------------------------------------------
+# --- the result cache and the seal ---------------------------------------------------------------
 
 
 @pytest.mark.parametrize("command", ["check", "build"])
 def test_an_edit_during_a_run_is_not_recorded_as_clean(
     built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
 ) -> None:
-    """locks.yaml is edited after the run read it (here: while it renders). The cache must
-    record what was checked, so the next check sees the stale docs, as it does uncached."""
+    """locks.yaml is edited after the run read it (a build: while it renders; a check: while
+    the manifest is read). The result cache and the seal must record what was checked, so the
+    next check sees the stale docs, as it does uncached."""
     cache = tmp_path / "cache"
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
     monkeypatch.delenv("LOCKDOCS_CACHE", raising=False)
-    real = pages_mod.render_outputs
+    render, vouch = pages_mod.render_outputs, current_mod.vouch
 
     def render_then_edit(*args: object, **kwargs: object) -> dict[str, str]:
-        files = real(*args, **kwargs)  # type: ignore[arg-type]
+        files = render(*args, **kwargs)  # type: ignore[arg-type]
         _edit(built)  # the user saves an edit meanwhile
         return files
 
+    def vouch_then_edit(*args: object, **kwargs: object) -> bool:
+        vouched = vouch(*args, **kwargs)  # type: ignore[arg-type]
+        _edit(built)
+        return vouched
+
     monkeypatch.setattr(pages_mod, "render_outputs", render_then_edit)
+    monkeypatch.setattr(current_mod, "vouch", vouch_then_edit)
     if command == "check":
         from lockdocs.api import check
 
@@ -82,14 +91,14 @@ def test_an_edited_template_during_a_check_is_not_recorded_as_clean(
     (built / "templates" / "planned.md.j2").write_text("## Planned\n")
     assert run_cli("build", "--root", str(built), env={"LOCKDOCS_CACHE": "off"}).code == 0
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
-    real = pages_mod.render_outputs
+    real = current_mod.vouch
 
-    def edit_after(*args: object, **kwargs: object) -> dict[str, str]:
+    def edit_after(*args: object, **kwargs: object) -> bool:
         out = real(*args, **kwargs)  # type: ignore[arg-type]
         (built / "templates" / "planned.md.j2").write_text("## Planned, edited\n")
         return out
 
-    monkeypatch.setattr(pages_mod, "render_outputs", edit_after)
+    monkeypatch.setattr(current_mod, "vouch", edit_after)
     from lockdocs.api import check
 
     assert check(built).exit_code == 0

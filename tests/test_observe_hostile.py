@@ -1,8 +1,8 @@
 """`lockdocs observe` on logs a stranger wrote: hostile statements, parameters, tags and
 session lines are read or said to be unreadable, never a crash, and nothing they hold reaches
 a terminal raw. The default suite runs a sample of the fuzz target; `make fuzz` the long run
-with its fixed seed. A log that ever crashed it is kept in tests/data/observe/ and read again
-by every run."""
+with its fixed seed. A log that crashes it is kept in the test's tmp_path (never written into
+the tree by a run); copied into tests/data/observe/, it is read again by every run."""
 
 from __future__ import annotations
 
@@ -118,11 +118,13 @@ def _fuzz(shop: object, tmp: Path, cases: int, seed: int) -> int:
         log.write_bytes(_log(rng).encode("utf-8", "surrogateescape"))
         try:
             shown = _observe(shop, log, tmp)
-        except Exception as exc:  # a crash: keep the log as a regression file
-            CORPUS.mkdir(parents=True, exist_ok=True)
-            kept = CORPUS / f"fuzz-{seed}-{i}.log"
+        except Exception as exc:  # a crash: keep the log (outside the tree) to add to CORPUS
+            kept = tmp / f"fuzz-{seed}-{i}.log"
             kept.write_bytes(log.read_bytes())
-            raise AssertionError(f"observe crashed on a generated log, kept as {kept}") from exc
+            raise AssertionError(
+                f"observe crashed on a generated log, kept as {kept}: copy it into {CORPUS}"
+                " once fixed, as a regression file"
+            ) from exc
         assert "\x1b" not in shown and "\x07" not in shown, shown
     return cases
 

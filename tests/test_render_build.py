@@ -13,10 +13,10 @@ import pytest
 
 import lockdocs.render.atomic as atomic_mod
 import lockdocs.render.build as build_mod
-import lockdocs.render.pages as pages_mod
 from conftest import run_cli
 from lockdocs.api import build as api_build
-from lockdocs.render.svg import STAMP, dot_hash, stamp
+from lockdocs.render.stamps import STAMP, dot_hash
+from lockdocs.render.svg import stamp
 
 FIXTURE = Path(__file__).parent / "fixtures" / "render_project"
 PAGE = "docs/database-locks.md"
@@ -82,9 +82,11 @@ def test_build_writes_the_page_the_diagrams_and_a_manifest(built: Path) -> None:
     files = _snapshot(built)
     assert sorted(files) == sorted([*GENERATED, "docs/.lockdocs-manifest"])
     manifest = files["docs/.lockdocs-manifest"].decode().splitlines()
-    assert [line.split()[0] for line in manifest[1:]] == GENERATED
+    # the seal: the list, the inputs it was built from and the lockdocs that built it
+    assert re.fullmatch(r"# seal of this list, .*: [0-9a-f]{64}", manifest[1]), manifest[1]
+    assert [line.split()[0] for line in manifest[2:]] == GENERATED
     # a page or DOT file with the hash of what was written (an SVG is told by its stamp)
-    for line in manifest[1:]:
+    for line in manifest[2:]:
         rel, *digest = line.split()
         if rel.endswith((".md", ".dot")):
             assert digest == [hashlib.sha256(files[rel]).hexdigest()], line
@@ -424,36 +426,6 @@ def test_a_failure_on_a_first_build_leaves_no_folder_behind(
     with pytest.raises(KeyboardInterrupt):
         api_build(root, out=io.StringIO(), err=io.StringIO())
     assert not (root / "docs").exists()
-
-
-def test_check_skips_rendering_only_when_nothing_changed(
-    built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A clean check is remembered outside the project; any edit falls back to rendering."""
-    from lockdocs.api import check
-
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.delenv("LOCKDOCS_CACHE", raising=False)
-    assert check(built).drift == []
-    assert list((tmp_path / "cache" / "lockdocs").glob("*.json")), "the clean check is recorded"
-    calls: list[int] = []
-    real = pages_mod.render_outputs
-    monkeypatch.setattr(pages_mod, "render_outputs", lambda *a: calls.append(1) or real(*a))
-    assert check(built).drift == []
-    assert calls == [], "nothing changed: the renderer is not run"
-    before = sorted(p.relative_to(built) for p in built.rglob("*"))
-    page = next(p for p in (built / "docs").glob("*.md"))
-    original = page.read_text(encoding="utf-8")
-    page.write_text(original + "edited by hand\n", encoding="utf-8")
-    assert check(built).drift, "a hand edit of a generated file is drift"
-    page.write_text(original, encoding="utf-8")
-    locks = built / "locks.yaml"
-    text = locks.read_text(encoding="utf-8")
-    locks.write_text(text + "\n# a comment changes the inputs but not the page\n", encoding="utf-8")
-    assert check(built).drift == [], "a changed input re-renders and compares exactly"
-    assert calls, "the changed input ran the renderer"
-    locks.write_text(text, encoding="utf-8")
-    assert sorted(p.relative_to(built) for p in built.rglob("*")) == before, "nothing written"
 
 
 @needs_dot

@@ -12,6 +12,7 @@ import jsonschema
 
 from conftest import REPO, run_cli
 from lockdocs import model as m
+from lockdocs import records
 from lockdocs.rules.catalog import option_schemas
 from lockdocs.schema.definition import locks_schema, paths_schema, shipped_files
 
@@ -63,7 +64,7 @@ def test_cli_prints_the_schema() -> None:
 
 
 def _fields(cls: type) -> set[str]:
-    return {f.name for f in dataclasses.fields(cls)}
+    return {f.name for f in records.fields(cls)}
 
 
 # Schema names that the model stores under another name, or derives.

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from lockdocs import colour
+from lockdocs import checkcache, colour
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Severity, sort_diagnostics
 from lockdocs.project.build import build_model
+from lockdocs.records import field, record
 from lockdocs.report import REPORTERS
 
 if TYPE_CHECKING:
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from lockdocs.scan.decls import Coverage
 
 
-@dataclass
+@record(frozen=False)
 class CheckResult:
     diagnostics: list[Diagnostic]
     model: m.Model | None
@@ -86,29 +86,53 @@ def analyse_all(
 
 def check(root: Path, *, drift: bool = True, svg: bool = True) -> CheckResult:
     """Load, analyse and (with `drift`) compare the committed docs; `svg` False compares only
-    the Markdown and the DOT (a project built with --no-svg)."""
+    the Markdown and the DOT (a project built with --no-svg). The findings are remembered
+    with every input read (`checkcache`): `commands.check` answers the next check from them
+    while those inputs stay as they are."""
     model, diags = load(root)
     if model is None:
+        checkcache.remember(
+            root, diags, bad_input=True, output_problems=[], files=(), coverage=None, rules_url=None
+        )
         return CheckResult(diags, None, bad_input=True)
     found, coverage = analyse_all(model)
+    from lockdocs.render.targets import output_diagnostics
+
+    # A page.output outside docs/ is bad input for a check with drift, not drift.
+    bad = output_diagnostics(model)
     # Bad declarations, or a path too large to analyse (LD209: the analysis stopped).
-    if any(
+    bad_declarations = any(
         (d.code.startswith("LD0") or d.code == "LD209") and d.severity is Severity.ERROR
         for d in found
-    ):
+    )
+    findings = found if bad_declarations else sort_diagnostics(diags + found)
+    checkcache.remember(
+        root,
+        findings,
+        bad_input=bad_declarations,
+        output_problems=bad,
+        files=model.files,
+        coverage=None if coverage is None or bad_declarations else coverage.to_json(),
+        rules_url=model.rules_url,
+    )
+    if bad_declarations:
         return CheckResult(found, model, bad_input=True)
-    result = CheckResult(sort_diagnostics(diags + found), model, coverage=coverage)
+    result = CheckResult(findings, model, coverage=coverage)
     if drift:
+        from lockdocs.render.current import docs_current
+
+        shown = None if coverage is None else coverage.to_json()
+        if not bad and docs_current(root, model.files, result.diagnostics, shown, svg=svg):
+            return result
         from lockdocs.config import apply_overrides, severity_overrides
         from lockdocs.render.drift import drift_diagnostics
-        from lockdocs.render.targets import RenderError, output_diagnostics
+        from lockdocs.render.targets import RenderError
 
-        # A page.output outside docs/ or a broken project template is bad input, not drift.
-        bad = output_diagnostics(model)
+        # A broken project template is bad input too.
         if not bad:
             try:
                 found_drift = drift_diagnostics(
-                    model, result.diagnostics, svg=svg, coverage=coverage
+                    model, result.diagnostics, svg=svg, coverage=coverage, known=False
                 )
             except RenderError as exc:
                 bad = exc.diagnostics

@@ -6,14 +6,14 @@ from __future__ import annotations
 import difflib
 import re
 import tomllib
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from lockdocs import inputs
-from lockdocs.confine import inside
+from lockdocs.confine import TooLarge, inside, read_capped
 from lockdocs.diagnostics import Diagnostic, Location, Severity
-from lockdocs.load import MAX_FILE_BYTES, TooLarge, read_capped, read_file
+from lockdocs.load import MAX_FILE_BYTES, read_file
+from lockdocs.records import replace
 from lockdocs.schema.sections import checks_schema
 from lockdocs.schema.validate import validate_against
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import enum
 import re
-from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
+
+from lockdocs.records import field, record
 
 
 class Severity(enum.Enum):
@@ -22,7 +23,7 @@ class Severity(enum.Enum):
         return {"error": 0, "warning": 1, "info": 2}[self.value]
 
 
-@dataclass(frozen=True, order=True)
+@record(order=True)
 class Location:
     """A place in a declaration file; line and column are 1-based."""
 
@@ -43,7 +44,7 @@ class Related(NamedTuple):
     message: str
 
 
-@dataclass(frozen=True)
+@record
 class Diagnostic:
     code: str
     severity: Severity
@@ -89,6 +90,61 @@ def sort_diagnostics(diags: list[Diagnostic]) -> list[Diagnostic]:
         seen.add(k)
         out.append(d)
     return out
+
+
+def _place(loc: Location) -> list[Any]:
+    return [loc.file, loc.line, loc.column]
+
+
+def _related(items: tuple[Related, ...]) -> list[Any]:
+    return [[_place(r.location), r.message] for r in items]
+
+
+def to_record(d: Diagnostic) -> list[Any]:
+    """A finding as plain JSON data, every field but `extra` (which no reporter reads but
+    drift's), so a result can be stored and the same finding read back (`from_record`)."""
+    return [
+        d.code,
+        d.severity.value,
+        d.message,
+        _place(d.location),
+        d.hint,
+        list(d.details),
+        d.waived_by,
+        list(d.paths),
+        list(d.locks),
+        d.rule_id,
+        list(d.branches),
+        list(d.takers),
+        _related(d.related),
+        [_related(t) for t in d.threads],
+    ]
+
+
+def _unrelated(items: list[Any]) -> tuple[Related, ...]:
+    return tuple(Related(Location(*place), message) for place, message in items)
+
+
+def from_record(r: list[Any]) -> Diagnostic:
+    """The finding `to_record` stored (a malformed record raises TypeError or ValueError)."""
+    (code, severity, message, place, hint, details, waived_by, paths, locks, rule_id) = r[:10]
+    branches, takers, related, threads = r[10:]
+    return Diagnostic(
+        str(code),
+        Severity(severity),
+        str(message),
+        Location(*place),
+        str(hint),
+        tuple(details),
+        str(waived_by),
+        tuple(paths),
+        tuple(locks),
+        str(rule_id),
+        tuple(branches),
+        tuple(takers),
+        _unrelated(related),
+        tuple(_unrelated(t) for t in threads),
+    )
 
 
 # C0 and C1 controls, DEL, and the bidirectional overrides that reorder what a terminal shows;

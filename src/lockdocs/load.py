@@ -8,15 +8,14 @@ duplicate key is an error, and alias bombs and deep nesting are refused with bou
 from __future__ import annotations
 
 import hashlib
-import os
-import stat
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from lockdocs.confine import TooLarge, read_capped
 from lockdocs.diagnostics import Diagnostic, Location, Severity
+from lockdocs.records import field, record
 
 try:  # libyaml is about five times faster; fall back quietly when it is missing.
     _Base: Any = yaml.CSafeLoader
@@ -52,43 +51,11 @@ MAX_WALK_ENTRIES = 100_000  # files and folders looked at under the paths folder
 JsonPath = tuple[str | int, ...]
 
 
-class TooLarge(Exception):
-    """A file past the size it may have: refused before its bytes are read."""
-
-    def __init__(self, size: int, limit: int) -> None:
-        super().__init__(f"the file is {size:,} bytes; the limit is {limit:,}")
-        self.size = size
-        self.limit = limit
-
-
-class NotAFile(OSError):
-    """A name that is not a regular file (a FIFO, a device, a socket): never read, since a
-    FIFO would wait for a writer and a device may never end."""
-
-
-def read_capped(path: Path, limit: int) -> bytes:
-    """A file's bytes, measured before they are read: past `limit` bytes it raises TooLarge,
-    having read at most `limit` + 1 of them (a file that grows while it is read cannot run
-    on). Opened without blocking, so a FIFO planted under a declaration's name is refused
-    rather than waited on."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    with os.fdopen(fd, "rb") as fh:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise NotAFile(0, "not a regular file", str(path))
-        if info.st_size > limit:
-            raise TooLarge(info.st_size, limit)
-        data = fh.read(limit + 1)
-    if len(data) > limit:
-        raise TooLarge(len(data), limit)
-    return data
-
-
 _STR = "tag:yaml.org,2002:str"
 _MERGE = "tag:yaml.org,2002:merge"
 
 
-@dataclass
+@record(frozen=False)
 class Document:
     """One loaded file: its data and where each value and key stands."""
 

@@ -45,9 +45,11 @@ from mkdocs.plugins import BasePlugin
 from mkdocs.structure.files import File, Files
 
 from lockdocs.api import check
+from lockdocs.render.manifest import DOCS
 from lockdocs.render.pages import render_outputs
-from lockdocs.render.svg import GraphvizError, dot_hash, render_svgs, svg_stamp
-from lockdocs.render.targets import DOCS, RenderError, read_manifest
+from lockdocs.render.stamps import dot_hash, svg_stamp
+from lockdocs.render.svg import GraphvizError, render_svgs
+from lockdocs.render.targets import RenderError, read_manifest
 from lockdocs.report import REPORTERS
 from lockdocs.scan.collect import glob_files
 from lockdocs.site import missing

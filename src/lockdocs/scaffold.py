@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lockdocs.api import build
-from lockdocs.render.targets import DOCS
+from lockdocs.render.manifest import DOCS
 from lockdocs.report.where import project_prefix, repository_top
 from lockdocs.rules.catalog import option_schemas
 from lockdocs.schema.definition import shipped_files

@@ -17,7 +17,8 @@ from typing import Any
 
 import yaml
 
-from lockdocs.load import MAX_FILE_BYTES, TooLarge, read_capped
+from lockdocs.confine import TooLarge, read_capped
+from lockdocs.load import MAX_FILE_BYTES
 
 # (extension, what the page uses it for, a pattern that finds that use in the page)
 _NEEDS = (

@@ -15,28 +15,27 @@ cycles, minimal and in one spelling, and finds the clashes of several instances 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from lockdocs.analysis.budget import ARCS
 from lockdocs.analysis.facts import Facts as Context
 from lockdocs.analysis.gates import gate, representatives, waits
 from lockdocs.analysis.graph import Edge, LockGraph
 from lockdocs.analysis.search import Order, Search, closes, forward
 from lockdocs.model.columns import same_order
+from lockdocs.records import record
 
 # States one search (one starting hop) may visit unless locks.yaml says otherwise (`limits:
 # {cycle_search: N}`), and all searches of one graph together (ten times that).
 SEARCH_BUDGET = 200_000
 
 
-@dataclass(frozen=True)
+@record
 class Cycle:
     locks: tuple[str, ...]
     edges: tuple[Edge, ...]  # edge i: transaction i holds locks[i], wants locks[i+1]
     backend: str | None
 
 
-@dataclass(frozen=True)
+@record
 class Unfinished:
     """A component of the graph of waits where the search stopped at its budget."""
 
@@ -142,7 +141,7 @@ def _minimal(found: list[Cycle]) -> list[Cycle]:
     return kept
 
 
-@dataclass(frozen=True)
+@record
 class InstanceClash:
     """Two transactions each holding one instance of a lock and wanting the other's."""
 

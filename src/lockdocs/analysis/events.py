@@ -7,11 +7,11 @@ nothing else of it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from lockdocs.analysis.chain import EMPTY, Chain
 from lockdocs.diagnostics import Location
+from lockdocs.records import record
 
 
 class Held(NamedTuple):
@@ -70,7 +70,7 @@ class Event(NamedTuple):
     connection: str = ""  # for a take: the connection it runs on ("" the path's own)
 
 
-@dataclass(frozen=True)
+@record
 class Refusal:
     """A path too large to analyse: the run must stop (LD209) rather than guess."""
 

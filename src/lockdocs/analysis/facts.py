@@ -9,7 +9,6 @@ check shares.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from functools import cached_property
 
 from lockdocs import model as m
@@ -17,9 +16,10 @@ from lockdocs.analysis.budget import Budget
 from lockdocs.analysis.events import Event, Held, Refusal
 from lockdocs.analysis.flatten import backends, flatten_all
 from lockdocs.diagnostics import Location
+from lockdocs.records import field, record
 
 
-@dataclass
+@record(frozen=False)
 class Facts:
     model: m.Model
     _events: dict[str | None, list[Event]] = field(default_factory=dict)

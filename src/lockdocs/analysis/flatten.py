@@ -26,7 +26,6 @@ held), takes.py (taking locks, with the instance rules) and this module (the wal
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lockdocs import model as m
@@ -44,6 +43,7 @@ from lockdocs.analysis.states import (
 )
 from lockdocs.analysis.takes import Takes
 from lockdocs.analysis.walkbase import Stop
+from lockdocs.records import field, record, replace
 
 # Work units one path may take (a unit is one state through one step, or one held lock recorded
 # in an event) unless locks.yaml says otherwise (`limits: {path_work: N}`).
@@ -203,7 +203,7 @@ def backends(model: m.Model) -> tuple[str | None, ...]:
     return tuple(names) if names else (None,)
 
 
-@dataclass
+@record(frozen=False)
 class Flattened:
     events: list[Event]
     refusals: list[Refusal]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import NamedTuple, TypeVar
 
 from lockdocs import model as m
@@ -19,6 +18,7 @@ from lockdocs.analysis.facts import Facts
 from lockdocs.diagnostics import Location
 from lockdocs.model.columns import dimension_columns, dimension_of, dimensions, nested
 from lockdocs.modes import covers
+from lockdocs.records import field, record
 
 T = TypeVar("T", int, str)
 
@@ -81,7 +81,7 @@ class Edge(NamedTuple):
         return (self.location.file, self.location.line, self.location.column, self.src, self.dst)
 
 
-@dataclass
+@record(frozen=False)
 class LockGraph:
     nodes: list[str]
     edges: list[Edge]

@@ -9,18 +9,18 @@ in the order it took it, so a replay can take the same locks first.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lockdocs.analysis.events import Held
 from lockdocs.diagnostics import Location
 from lockdocs.modes import conflicts
+from lockdocs.records import record
 
 if TYPE_CHECKING:
     from lockdocs.analysis.graph import Edge
 
 
-@dataclass(frozen=True)
+@record
 class Hop:
     path: str
     location: Location  # the step that asks for `wants`
@@ -43,7 +43,7 @@ class Hop:
     split: bool = False
 
 
-@dataclass(frozen=True)
+@record
 class Proof:
     kind: str  # cycle (LD201) | instances (LD202) | upgrade (LD203)
     hops: tuple[Hop, ...]

@@ -9,7 +9,6 @@ declarations however many branches follow each other. After a loop, the states f
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cached_property
 from typing import NamedTuple
 
@@ -17,6 +16,7 @@ from lockdocs import model as m
 from lockdocs.analysis.chain import EMPTY, Chain
 from lockdocs.analysis.events import Held
 from lockdocs.diagnostics import Location
+from lockdocs.records import record
 
 # Joined into one state past this many at one step (see the module docstring).
 MAX_STATES = 64
@@ -45,7 +45,7 @@ class LoopFrame(NamedTuple):
     element: str | None  # the lock whose instances follow the loop's order
 
 
-@dataclass(frozen=True)
+@record
 class Frame:
     """Where the walk is: the loop nesting and the run: chain."""
 

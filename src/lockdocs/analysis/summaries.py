@@ -10,7 +10,6 @@ whether it has a loop inside.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from lockdocs import model as m
@@ -18,6 +17,7 @@ from lockdocs.analysis.events import Held
 from lockdocs.analysis.states import Frame, LoopFrame
 from lockdocs.analysis.walkbase import WalkBase
 from lockdocs.model.columns import followed, nested, same_order
+from lockdocs.records import field, record
 
 
 def sorted_by(
@@ -71,7 +71,7 @@ class _Item(NamedTuple):
     private: bool = False  # a row the transaction inserted (Take.inserted)
 
 
-@dataclass(frozen=True)
+@record
 class _Summary:
     """What a run of some steps does to the may-held set: (held - dropped) | added, where a
     commit, rollback or begin drops every transaction-scoped lock and release drops its lock.
@@ -113,7 +113,7 @@ def _unique(items: tuple[_Item, ...]) -> tuple[_Item, ...]:
     return tuple(dict.fromkeys(items))
 
 
-@dataclass
+@record(frozen=False)
 class Summaries(WalkBase):
     _summaries: dict[str, _Summary] = field(default_factory=dict)
     _elements: dict[int, str | None] = field(default_factory=dict)

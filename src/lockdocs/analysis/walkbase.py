@@ -4,17 +4,16 @@ so far (each once), and the work budget that stops a path too large to analyse.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from lockdocs import model as m
 from lockdocs.analysis.events import Event
+from lockdocs.records import field, record
 
 
 class Stop(Exception):
     """Internal: the budget ran out; turned into a Refusal by `flatten`."""
 
 
-@dataclass
+@record(frozen=False)
 class WalkBase:
     model: m.Model
     backend: str | None = None

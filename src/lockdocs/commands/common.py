@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lockdocs import colour
-from lockdocs.api import load
-from lockdocs.project.files import RootNotFound, find_root, working_folder
+from lockdocs.project.root import RootNotFound, find_root, working_folder
 from lockdocs.report import FORMATS, HERE
 from lockdocs.report.where import for_project
 
@@ -48,6 +47,10 @@ def load_project(root: Path | None) -> tuple[Path, Model | None, list[Diagnostic
         base = resolve_root(root)
     except NoRoot:
         return None
+    # The lazy boundary of the pipeline (YAML, the schema, the model): a check that the
+    # result cache answers loads none of it.
+    from lockdocs.api import load
+
     model, diags = load(base)
     return base, model, diags
 

@@ -13,7 +13,7 @@ from lockdocs.commands import DiffFormat, FailOn
 from lockdocs.diagnostics import printable
 from lockdocs.diff import FORMATTERS, DiffInputError
 from lockdocs.diff import run as run_diff
-from lockdocs.project.files import RootNotFound, find_root, working_folder
+from lockdocs.project.root import RootNotFound, find_root, working_folder
 
 
 def diff(

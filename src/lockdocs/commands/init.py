@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from lockdocs.project.files import RootNotFound, working_folder
+from lockdocs.project.root import RootNotFound, working_folder
 from lockdocs.scaffold import ScaffoldError, make, next_steps, write
 
 

@@ -14,7 +14,7 @@ from lockdocs.diagnostics import printable
 from lockdocs.observe import orders, run
 from lockdocs.observe.run import Observed, Observer
 from lockdocs.postgres.serverlog import LogError, LogFile, LogReader
-from lockdocs.project.files import RootNotFound, find_root
+from lockdocs.project.root import RootNotFound, find_root
 from lockdocs.report import FORMATS
 from lockdocs.scan.run import scan_model
 

@@ -10,7 +10,7 @@ from lockdocs.api import load
 from lockdocs.commands import ScanFormat
 from lockdocs.commands.common import NoRoot, emit, resolve_root
 from lockdocs.diagnostics import printable
-from lockdocs.project.files import RootNotFound, find_root, working_folder
+from lockdocs.project.root import RootNotFound, find_root, working_folder
 from lockdocs.report import REPORTERS, diagnostic_json
 from lockdocs.scan import output
 from lockdocs.scan.compare import compare

@@ -24,7 +24,8 @@ from lockdocs.devdocs import architecture
 from lockdocs.devdocs.commands import cli_reference, rules_reference
 from lockdocs.devdocs.format import format_reference
 from lockdocs.devdocs.text import GENERATED_NOTE, fence
-from lockdocs.render.svg import dot_hash, render_svg, svg_stamp
+from lockdocs.render.stamps import dot_hash, svg_stamp
+from lockdocs.render.svg import render_svg
 from lockdocs.rules.catalog import option_schemas
 from lockdocs.schema.definition import shipped_files
 

@@ -53,11 +53,12 @@ LAYERS: tuple[tuple[str, tuple[str, ...], str], ...] = (
             "lockdocs.observe",
             "lockdocs.export",
             "lockdocs.site",
+            "lockdocs.checkcache",
         ),
         "The pipeline's stages that the api calls: resolving the documents into the model (it "
         "knows the rule codes an exception may name), the settings, the page and its diagrams, "
         "the reporters, the SQL scan, the proof on PostgreSQL, the reading of a running "
-        "application's server log and the JSON export.",
+        "application's server log, the JSON export and the check's result cache.",
     ),
     (
         "rules",
@@ -73,7 +74,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     (
         "model",
         ("lockdocs.model", "lockdocs.keys", "lockdocs.modes"),
-        "The resolved declarations as frozen dataclasses, and the facts about them every layer "
+        "The resolved declarations as frozen records, and the facts about them every layer "
         "above shares: advisory key arithmetic and Postgres's lock-mode conflict tables.",
     ),
     (
@@ -92,10 +93,11 @@ LAYERS: tuple[tuple[str, tuple[str, ...], str], ...] = (
             "lockdocs.pgparse",
             "lockdocs.colour",
             "lockdocs.progress",
+            "lockdocs.records",
         ),
         "Leaves that import nothing of the package: a finding as data, the words messages are "
         "made of, Postgres's hash functions and its parser made safe on any text, terminal colour "
-        "and progress, the version.",
+        "and progress, records (dataclasses without generated code), the version.",
     ),
 )
 
@@ -150,10 +152,33 @@ LAZY: tuple[tuple[str, str, str], ...] = (
         "The SQL scanner and pglast: only when locks.yaml sets `code:`.",
     ),
     (
+        "lockdocs.commands.check",
+        "lockdocs.api",
+        "The pipeline (YAML, the schema, the model, the analysis): only a check that the result "
+        "cache and the manifest cannot answer, and validate.",
+    ),
+    (
+        "lockdocs.commands.common",
+        "lockdocs.api",
+        "The pipeline (YAML, the schema, the model): loaded by `load_project` for validate and "
+        "describe, never by a check that the result cache answers.",
+    ),
+    (
+        "lockdocs.commands.check",
+        "lockdocs.render",
+        "The manifest's check of the committed docs (no renderer, no YAML): only a check with "
+        "drift that the result cache answers.",
+    ),
+    (
+        "lockdocs.render.targets",
+        "lockdocs.load",
+        "The YAML reader: only to point at a bad page.output in locks.yaml.",
+    ),
+    (
         "lockdocs.render.drift",
         "lockdocs.render.pages",
-        "The renderer and jinja2: only when the clean-check cache cannot vouch for the "
-        "committed docs.",
+        "The renderer and jinja2: only when the manifest's seal cannot vouch for the committed "
+        "docs (an input changed, another lockdocs built them, or a file differs).",
     ),
     (
         "lockdocs.scan.collect",

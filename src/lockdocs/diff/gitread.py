@@ -176,7 +176,9 @@ class BlobReader:
 
     def _ask(self, oids: list[str]) -> None:
         assert self.proc.stdin is not None
-        with contextlib.suppress(OSError):  # git stopped: the reader sees the output end
+        # git stopped (OSError), or the reader closed stdin first (ValueError: the flush after
+        # the last write can come after the reader has every answer, or has given up)
+        with contextlib.suppress(OSError, ValueError):
             self.proc.stdin.write(b"".join(oid.encode("ascii") + b"\n" for oid in oids))
             self.proc.stdin.flush()
 

@@ -12,8 +12,6 @@ and the renderers only read it, as `m.X` from this package:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from lockdocs.diagnostics import Location
 from lockdocs.model.locks import (
     Backend,
@@ -43,6 +41,7 @@ from lockdocs.model.paths import (
     Write,
     walk_steps,
 )
+from lockdocs.records import field, record
 
 __all__ = [
     "NEVER_WAITS",
@@ -83,7 +82,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@record
 class Example:
     """A piece of code a rule shows: the pattern to follow, or a do and a don't."""
 
@@ -92,7 +91,7 @@ class Example:
     language: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Rule:
     id: str
     title: str
@@ -107,7 +106,7 @@ class Rule:
         return dict(self.params).get(name)
 
 
-@dataclass(frozen=True)
+@record
 class Waiver:
     """An exception in the declarations (named Waiver to keep clear of Python's Exception)."""
 
@@ -123,7 +122,7 @@ class Waiver:
     taker: str | None = None  # LD7xx: the taker or statement of the scanned code
 
 
-@dataclass(frozen=True)
+@record
 class Difference:
     title: str
     why: str
@@ -132,7 +131,7 @@ class Difference:
     locks: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class PlannedTake:
     """A take planned work adds: `path` will take `lock` (in `mode`, while holding
     `holding`)."""
@@ -143,7 +142,7 @@ class PlannedTake:
     holding: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Planned:
     issue: int
     title: str
@@ -152,7 +151,7 @@ class Planned:
     location: Location | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Page:
     title: str
     audience: str | None = None
@@ -163,7 +162,7 @@ class Page:
     order_intro: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class CodeGlob:
     """One `code:` pattern: where the project's SQL lives, relative to locks.yaml."""
 
@@ -171,7 +170,7 @@ class CodeGlob:
     location: Location
 
 
-@dataclass(frozen=True)
+@record
 class Observe:
     """locks.yaml `observe:`: how `lockdocs observe` names a logged transaction's path."""
 
@@ -179,7 +178,7 @@ class Observe:
     applications: tuple[tuple[str, str], ...] = ()  # (application_name, path)
 
 
-@dataclass(frozen=True)
+@record
 class Limits:
     """Bounds on the analysis's work (locks.yaml `limits:`)."""
 
@@ -191,7 +190,7 @@ class Limits:
     analysis_seconds: int = 120
 
 
-@dataclass(frozen=True)
+@record
 class Model:
     root: str
     page: Page

@@ -4,13 +4,13 @@ table, the locks themselves, and the transaction kinds locks.yaml declares.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
 from functools import cached_property
 
 from lockdocs.diagnostics import Location
+from lockdocs.records import field, fields, record
 
 
-@dataclass(frozen=True)
+@record
 class KeyText:
     """hashtextextended / hashtext input: a fixed text, or a prefix and runtime parts."""
 
@@ -26,7 +26,7 @@ class KeyText:
         return self.text is not None and not self.parts
 
 
-@dataclass(frozen=True)
+@record
 class IntegerPart:
     """A raw integer used as (part of) a key as it is: an oid, a serial id."""
 
@@ -34,7 +34,7 @@ class IntegerPart:
     bits: int = 64
 
 
-@dataclass(frozen=True)
+@record
 class Key:
     """How an advisory key is built; `value` is the exact bigint when it is computable."""
 
@@ -95,7 +95,7 @@ class Key:
         return 64
 
 
-@dataclass(frozen=True)
+@record
 class Backend:
     name: str
     kind: str
@@ -105,7 +105,7 @@ class Backend:
     scope: str | None = None  # derived: the lock's scope on this backend
 
 
-@dataclass(frozen=True)
+@record
 class Taker:
     name: str
     kind: str | None = None
@@ -117,7 +117,7 @@ class Taker:
     location: Location | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Reference:
     """A foreign key into the lock's table: rows of `table` point at it through `column`.
     Inserting such a row, or updating the column, takes FOR KEY SHARE on the parent row."""
@@ -137,7 +137,7 @@ def as_declared(cls: type) -> tuple[str, ...]:
     return tuple(f.name for f in fields(cls) if f.metadata.get("as_declared"))
 
 
-@dataclass(frozen=True)
+@record
 class Lock:
     id: str
     title: str = field(metadata=AS_DECLARED)
@@ -187,7 +187,7 @@ class Lock:
         return self.kind, self.scope
 
 
-@dataclass(frozen=True)
+@record
 class TransactionKind:
     id: str
     location: Location

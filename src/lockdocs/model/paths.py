@@ -5,16 +5,16 @@ writes, transaction ends, releases), the `Step` union of them, paths and their g
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 
 from lockdocs.diagnostics import Location
+from lockdocs.records import record
 
 # How a take can avoid waiting: NOWAIT fails at once (55P03), SKIP LOCKED skips the row, and a
 # try (pg_try_advisory_*, an error the code handles, an in-process check) returns "not free".
 NEVER_WAITS = ("nowait", "skip locked", "try")
 
 
-@dataclass(frozen=True)
+@record
 class Take:
     lock: str
     mode: str
@@ -61,7 +61,7 @@ class Take:
         return self.option or ("try" if self.attempt is not None else None)
 
 
-@dataclass(frozen=True)
+@record
 class Loop:
     label: str
     location: Location
@@ -71,7 +71,7 @@ class Loop:
     backend: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Branches:
     alternatives: tuple[tuple[str, tuple[Step, ...]], ...]
     location: Location
@@ -83,7 +83,7 @@ class Branches:
     statement: tuple[Take, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class Run:
     path: str
     location: Location
@@ -91,7 +91,7 @@ class Run:
     backend: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Call:
     name: str
     location: Location
@@ -99,7 +99,7 @@ class Call:
     backend: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class External:
     name: str
     location: Location
@@ -107,7 +107,7 @@ class External:
     backend: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Write:
     what: str
     location: Location
@@ -124,7 +124,7 @@ class Write:
     rewrites: bool | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Begin:
     transaction: str
     location: Location
@@ -132,7 +132,7 @@ class Begin:
     backend: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class End:
     """commit, rollback or leave_open."""
 
@@ -143,7 +143,7 @@ class End:
     connection: str | None = None  # the other connection whose transaction ends (Take.connection)
 
 
-@dataclass(frozen=True)
+@record
 class Release:
     lock: str
     location: Location
@@ -168,7 +168,7 @@ def walk_steps(steps: Iterable[Step]) -> Iterator[Step]:
                 yield from walk_steps(alt)
 
 
-@dataclass(frozen=True)
+@record
 class Path:
     id: str
     title: str
@@ -184,7 +184,7 @@ class Path:
     issues: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class Group:
     title: str
     file: str

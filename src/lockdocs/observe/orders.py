@@ -15,11 +15,12 @@ deadlock the declarations missed, whose proof names the transactions' log lines.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Location
 from lockdocs.observe.paths import First
+from lockdocs.records import replace
 from lockdocs.rules.catalog import load_all
 from lockdocs.rules.context import Context
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from lockdocs.observe.sessions import Rebuilder, Take, Transaction
 from lockdocs.observe.shapes import Shapes
 from lockdocs.postgres.serverlog import Entry
 from lockdocs.project.state import did_you_mean
+from lockdocs.records import replace
 from lockdocs.rules.context import Context
 from lockdocs.rules.waivers import matching, waiver_label
 from lockdocs.scan.collect import ScanResult

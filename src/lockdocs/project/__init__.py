@@ -3,7 +3,8 @@
 Everything here returns diagnostics instead of raising: a run reports every problem in every
 file at once, sorted, and builds no model when any of them is an error.
 
-- `files`: find_root, the paths folder walk, load_documents and the project's limits.
+- `root`: find_root, the project's folder (light: no YAML).
+- `files`: the paths folder walk, load_documents and the project's limits.
 - `state`: the Resolver every section shares (documents, diagnostics, reference checks).
 - `locks`: the locks, their parents and replicas.
 - `steps`: a path's steps, sets and the foreign-key takes of writes.

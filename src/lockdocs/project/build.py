@@ -9,9 +9,10 @@ from typing import Any
 
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Severity
-from lockdocs.project.files import LOCKS_FILE, load_documents
+from lockdocs.project.files import load_documents
 from lockdocs.project.locks import check_parents, resolve_locks, resolve_replicas
 from lockdocs.project.paths import resolve_paths, resolve_transactions
+from lockdocs.project.root import LOCKS_FILE
 from lockdocs.project.rules import resolve_rules, resolve_waivers
 from lockdocs.project.state import Resolver, did_you_mean
 

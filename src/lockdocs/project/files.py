@@ -1,6 +1,6 @@
-"""Where the project is and what it declares: find_root, the walk of the paths folder, and
-load_documents, which reads and validates locks.yaml and every path file within the project's
-limits (files, bytes, paths and steps, counted as each file is read).
+"""What the project declares: the walk of the paths folder, and load_documents, which reads
+and validates locks.yaml and every path file within the project's limits (files, bytes, paths
+and steps, counted as each file is read).
 
 Nothing outside the project is read; every problem is a diagnostic, not an exception (but
 RootNotFound, a usage error).
@@ -9,8 +9,6 @@ RootNotFound, a usage error).
 from __future__ import annotations
 
 import math
-import os
-import stat
 from pathlib import Path as FsPath
 from typing import Any
 
@@ -26,67 +24,11 @@ from lockdocs.load import (
     Document,
     read_file,
 )
+from lockdocs.project.root import LOCKS_FILE
 from lockdocs.schema.validate import validate
 
-LOCKS_FILE = "locks.yaml"
 # The most elements a set: may have; the analysis follows every order of them (4! = 24).
 MAX_SET = 4
-
-
-class RootNotFound(Exception):
-    """No locks.yaml in the folder or above it (a usage error, exit 2)."""
-
-
-def _stranger(path: FsPath) -> str | None:
-    """Why a folder (or its locks.yaml) found upward is not this user's project, or None."""
-
-    try:
-        info = path.stat()
-    except OSError:
-        return "it cannot be read"
-    if hasattr(os, "geteuid") and info.st_uid != os.geteuid():
-        return "it belongs to another user"
-    if path.is_dir() and info.st_mode & stat.S_IWOTH:
-        return "anyone may write to the folder"
-    return None
-
-
-GONE = "the working folder no longer exists (deleted or moved); cd into the project again"
-
-
-def working_folder() -> FsPath:
-    """The working folder, or RootNotFound in plain words when it was deleted or moved away
-    (os.getcwd fails there: a usage error, not an internal one)."""
-    try:
-        return FsPath.cwd()
-    except OSError:
-        raise RootNotFound(GONE) from None
-
-
-def find_root(start: FsPath) -> FsPath:
-    """The nearest folder upward that holds locks.yaml. The walk stops at the repository's
-    top (a folder with .git) and at the user's home, and never takes a folder, or a
-    locks.yaml, that another user owns or anyone may write to (a shared /tmp): someone
-    else's locks.yaml would bring its templates and journal with it."""
-    here = start.resolve()
-    try:
-        home: FsPath | None = FsPath.home().resolve()
-    except (RuntimeError, KeyError, OSError):
-        home = None
-    for folder in (here, *here.parents):
-        candidate = folder / LOCKS_FILE
-        if candidate.is_file():
-            why = _stranger(folder) or _stranger(candidate)
-            if why is not None:
-                raise RootNotFound(
-                    f"found {candidate}, but {why}; lockdocs does not take it as the project"
-                )
-            return folder
-        if (folder / ".git").exists() or folder == home:
-            break
-    raise RootNotFound(
-        f"no {LOCKS_FILE} in {here} or above it (up to the repository top or your home)"
-    )
 
 
 def _err(code: str, loc: Location, message: str, hint: str) -> Diagnostic:
@@ -228,6 +170,8 @@ def load_documents(root: FsPath) -> tuple[Document | None, list[Document], list[
         folder, d = _paths_folder(root, locks_doc)
         diags += d
     path_docs: list[Document] = []
+    if folder is not None:
+        inputs.record_listing(root, f"walk:{folder.relative_to(root).as_posix()}", folder)
     if folder is not None and folder.is_dir():
         files, d = _path_files(root, folder)
         diags += d

@@ -21,16 +21,13 @@ import time
 from pathlib import Path
 
 from lockdocs.render.journal import JOURNAL, discard, interrupted, recover
+from lockdocs.render.manifest import DOCS, MANIFEST, inside_docs, manifest_text, sha
 from lockdocs.render.targets import (
-    DOCS,
-    MANIFEST,
     BuildRefused,
+    Confinement,
     confined,
-    inside_docs,
     manifest_hashes,
-    manifest_text,
     read_or_none,
-    sha,
     written_by_lockdocs,
 )
 
@@ -143,8 +140,9 @@ def remove_stale_temps(root: Path, names: list[str]) -> list[str]:
     (`.NAME.XXXXXXXX.tmp`, NAME one of `names`); only while holding the build lock, after
     recover() has used the journal's. Returns what was removed."""
     by_folder: dict[Path, set[str]] = {}
+    confined_here = Confinement(root)
     for rel in names:
-        if confined(root, rel):
+        if confined_here(rel):
             target = root / rel
             by_folder.setdefault(target.parent, set()).add(target.name)
     removed = []
@@ -222,15 +220,19 @@ class BuildLock:
         self.fd = None
 
 
-def write_files(root: Path, files: dict[str, str]) -> tuple[list[str], list[str], list[str]]:
-    """Write `files` (and the manifest) all or nothing; remove what the last build wrote and
-    this one does not, when it is still the file lockdocs wrote. Returns (written, removed,
-    kept) paths: kept, the stale ones the manifest names that a person wrote or changed."""
+def write_files(
+    root: Path, files: dict[str, str], inputs: str = ""
+) -> tuple[list[str], list[str], list[str]]:
+    """Write `files` (and the manifest, sealed with `inputs`: `manifest.inputs_digest`) all
+    or nothing; remove what the last build wrote and this one does not, when it is still the
+    file lockdocs wrote. Returns (written, removed, kept) paths: kept, the stale ones the
+    manifest names that a person wrote or changed."""
     for rel in files:
         if not inside_docs(rel):  # pragma: no cover - render_outputs never makes one
             raise ValueError(f"refusing to write {rel} outside {DOCS}/")
+    confined_here = Confinement(root)
     for rel in [*files, MANIFEST, JOURNAL]:
-        if not confined(root, rel):
+        if not confined_here(rel):
             raise BuildRefused(
                 f"{rel} leads outside {DOCS}/ (a symlink on the way)",
                 f"remove the symlink or point it inside {DOCS}/: lockdocs writes only there",
@@ -241,7 +243,7 @@ def write_files(root: Path, files: dict[str, str]) -> tuple[list[str], list[str]
             )
     previous = manifest_hashes(root)
     wanted = dict(files)
-    manifest = manifest_text(list(files), files)
+    manifest = manifest_text(list(files), files, inputs)
     changed = [rel for rel, text in wanted.items() if read_or_none(root / rel) != text]
     if read_or_none(root / MANIFEST) != manifest:
         changed.append(MANIFEST)

@@ -1,6 +1,6 @@
 """`lockdocs build` for an analysed model: render (pages.py), draw the SVGs, then write
-everything all or nothing (atomic.py) under the build lock, and remember the result as clean
-(cache.py). An interrupted build leaves the previous files in place and complete; files a
+everything all or nothing (atomic.py) under the build lock, with a manifest sealed with the
+inputs it was rendered from (manifest.py), which the next check reads instead of rendering. An interrupted build leaves the previous files in place and complete; files a
 previous build wrote and this one does not are removed. `drift.py` compares the same outputs
 with the committed files instead of writing them.
 """
@@ -24,19 +24,14 @@ from lockdocs.render.atomic import (
     remove_stale_temps,
     write_files,
 )
-from lockdocs.render.cache import remember_clean
+from lockdocs.render.manifest import DOCS, MANIFEST, run_inputs
 from lockdocs.render.svg import GraphvizError
 from lockdocs.render.targets import (
-    DOCS,
-    MANIFEST,
     BuildRefused,
     RenderError,
     docs_problem,
-    hashes,
-    manifest_text,
     os_refusal,
     read_manifest,
-    sha,
 )
 from lockdocs.report import REPORTERS
 
@@ -126,7 +121,9 @@ def build(
         remove_stale_temps(root, [*files, MANIFEST, JOURNAL, *read_manifest(root)])
         if progress is not None:
             progress.say(f"lockdocs: writing {len(files):,} files")
-        written, removed, kept = write_files(root, dict(sorted(files.items())))
+        shown = None if coverage is None else coverage.to_json()
+        digest = run_inputs(root, model.files, diagnostics, shown)
+        written, removed, kept = write_files(root, dict(sorted(files.items())), digest)
     except BuildRefused as exc:
         return refuse(err, exc)
     except OSError as exc:
@@ -136,10 +133,6 @@ def build(
         if made_docs:
             with contextlib.suppress(OSError):
                 docs.rmdir()  # only when it stayed empty
-    manifest = manifest_text(list(files), files)
-    remember_clean(
-        root, model, {**hashes(files), MANIFEST: sha(manifest)}, svg=svg, coverage=coverage
-    )
     for rel in written:
         out.write(f"wrote {rel}\n")
     for rel in removed:

@@ -18,12 +18,22 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
+from lockdocs import checkcache
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Location, Severity
 from lockdocs.render import targets as b
 from lockdocs.render.atomic import JOURNAL, interrupted
-from lockdocs.render.cache import remember_clean, unchanged_since_clean
-from lockdocs.render.svg import content_stamped, dot_hash, drawn_from, svg_stamp
+from lockdocs.render.manifest import (
+    DOCS,
+    MANIFEST,
+    body_of,
+    manifest_text,
+    run_inputs,
+    seal,
+    svg_path,
+    vouch,
+)
+from lockdocs.render.stamps import content_stamped, dot_hash, drawn_from, svg_stamp
 
 if TYPE_CHECKING:
     from lockdocs.scan.decls import Coverage
@@ -242,7 +252,10 @@ def drift_diagnostic(d: DriftFile) -> Diagnostic:
         message = f"{d.reason}; build refuses to write there"
         hint = d.fix
     elif d.status == "manifest":
-        message = f"{d.file} does not list the generated files"
+        message = (
+            f"{d.file} is not the record a build writes for these docs (it lists other files, "
+            "or another lockdocs, or other inputs, wrote it)"
+        )
         hint = f"run {FIX} to rewrite it"
     else:
         message = (
@@ -287,6 +300,7 @@ def find_drift(
     *,
     svg: bool = True,
     coverage: Coverage | None = None,
+    ask_manifest: bool = True,
 ) -> list[DriftFile]:
     """What `lockdocs build` would change, one entry per file, sorted by path.
 
@@ -297,25 +311,28 @@ def find_drift(
     refused = b.docs_problem(root)
     if refused is not None:
         status = "outside" if refused.outside else "refused"
-        return [DriftFile(b.DOCS, status, reason=refused.message, fix=refused.hint)]
+        return [DriftFile(DOCS, status, reason=refused.message, fix=refused.hint)]
     if interrupted(root):
         return [DriftFile(JOURNAL, "interrupted")]
-    if unchanged_since_clean(root, model, svg=svg, coverage=coverage):
+    digest = run_inputs(
+        root, model.files, diagnostics, None if coverage is None else coverage.to_json()
+    )
+    if ask_manifest and vouch(root, digest, svg=svg, local=checkcache.seals(root)):
         return []
-    # The lazy boundary of the renderer: only a check the cache cannot vouch for renders.
+    # The lazy boundary of the renderer: only a check the manifest cannot vouch for renders.
     from lockdocs.render import pages
 
     files = pages.render_outputs(model, diagnostics, coverage)
+    confined = b.Confinement(root)
     found: dict[str, DriftFile] = {}
     expected = set(files)
-    compared: dict[str, str] = {}  # what was read and found equal: what the cache records
     for rel, new in files.items():
-        if not b.confined(root, rel):  # never read through a symlink that leads out
+        if not confined(rel):  # never read through a symlink that leads out
             found[rel] = DriftFile(
                 rel,
                 "outside",
-                reason=f"{rel} leads outside {b.DOCS}/ (a symlink on the way)",
-                fix=f"remove the symlink or point it inside {b.DOCS}/: lockdocs writes only there",
+                reason=f"{rel} leads outside {DOCS}/ (a symlink on the way)",
+                fix=f"remove the symlink or point it inside {DOCS}/: lockdocs writes only there",
             )
             continue
         old = b.read_or_none(root / rel)
@@ -323,16 +340,12 @@ def find_drift(
             found[rel] = _absent(root, rel, new)
         elif old != new:
             found[rel] = DriftFile(rel, "changed", old, new)
-        else:
-            compared[rel] = b.sha(old)
-        svg_rel = b.svg_path(rel)
+        svg_rel = svg_path(rel)
         if not rel.endswith(".dot"):
             continue
-        on_disk = b.read_or_none(root / svg_rel) if b.confined(root, svg_rel) else None
+        on_disk = b.read_or_none(root / svg_rel) if confined(svg_rel) else None
         if svg or on_disk is not None:
             expected.add(svg_rel)
-            if on_disk is not None:
-                compared[svg_rel] = b.sha(on_disk)
         if not svg:
             continue  # DOT only: an SVG is neither required nor compared
         if on_disk is None:
@@ -345,12 +358,15 @@ def find_drift(
     for rel in b.read_manifest(root):
         if rel not in expected and (root / rel).is_file():
             found[rel] = DriftFile(rel, "stale")
-    manifest = b.read_or_none(root / b.MANIFEST) if b.confined(root, b.MANIFEST) else None
-    if not found and manifest != b.manifest_text(sorted(expected), files):
-        found[b.MANIFEST] = DriftFile(b.MANIFEST, "manifest")
-    if not found and manifest is not None:
-        outputs = {**compared, b.MANIFEST: b.sha(manifest)}
-        remember_clean(root, model, outputs, svg=svg, coverage=coverage)
+    manifest = b.read_or_none(root / MANIFEST) if b.confined(root, MANIFEST) else None
+    # The list must be what a build writes; a seal for other inputs is no drift (a comment
+    # added to locks.yaml changes no generated file): this machine remembers that the list
+    # holds for these inputs, and the next check reads the manifest instead of rendering.
+    body = body_of(manifest)
+    if not found and body != body_of(manifest_text(sorted(expected), files)):
+        found[MANIFEST] = DriftFile(MANIFEST, "manifest")
+    if not found and body is not None:
+        checkcache.remember_seal(root, seal(digest, body))
     return [found[k] for k in sorted(found)]
 
 
@@ -360,6 +376,9 @@ def drift_diagnostics(
     *,
     svg: bool = True,
     coverage: Coverage | None = None,
+    known: bool = True,
 ) -> list[Diagnostic]:
-    found = find_drift(model, diagnostics, svg=svg, coverage=coverage)
+    """`find_drift` as findings; `known` False: the caller asked the manifest already
+    (`current.docs_current`), and it could not vouch."""
+    found = find_drift(model, diagnostics, svg=svg, coverage=coverage, ask_manifest=known)
     return [drift_diagnostic(d) for d in found]

@@ -11,7 +11,8 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import TextIO
 
-from lockdocs.render.targets import DOCS, MANIFEST, confined, written_by_lockdocs
+from lockdocs.render.manifest import DOCS, MANIFEST
+from lockdocs.render.targets import confined, written_by_lockdocs
 
 JOURNAL = f"{DOCS}/.lockdocs-journal"
 

@@ -1,7 +1,7 @@
 """The renderer: a model and its findings -> every generated text file (the page and its DOT
 diagrams), and the SVG of each DOT. Pure but for reading the project's templates; nothing is
-written. Loaded only when a page is rendered: a check that the clean-check cache finds current
-never imports it (nor jinja2)."""
+written. Loaded only when a page is rendered: a check whose docs the manifest vouches for
+(`manifest.vouch`) never imports it (nor jinja2)."""
 
 from __future__ import annotations
 
@@ -14,15 +14,16 @@ from lockdocs.render.coverage import coverage_view
 from lockdocs.render.dot import path_dot
 from lockdocs.render.dot_order import legend_dot, lock_order_dot
 from lockdocs.render.edges import cycle_pairs
+from lockdocs.render.manifest import svg_path
 from lockdocs.render.markdown import TemplateProblem, render_page
-from lockdocs.render.svg import DOT_TIMEOUT, dot_hash, render_svgs, svg_stamp
+from lockdocs.render.stamps import dot_hash, svg_stamp
+from lockdocs.render.svg import DOT_TIMEOUT, render_svgs
 from lockdocs.render.targets import (
+    Confinement,
     RenderError,
-    confined,
     output_diagnostics,
     page_location,
     read_or_none,
-    svg_path,
 )
 from lockdocs.render.view import build_page
 
@@ -84,8 +85,9 @@ def draw_svgs(
     many to a `dot` process and one process per core (`svg.render_svgs`)."""
     out: dict[str, str] = {}
     todo: dict[str, str] = {}
+    confined = Confinement(root)
     for rel in (r for r in files if r.endswith(".dot")):
-        old = read_or_none(root / svg_path(rel)) if confined(root, svg_path(rel)) else None
+        old = read_or_none(root / svg_path(rel)) if confined(svg_path(rel)) else None
         if old is not None and svg_stamp(old) == dot_hash(files[rel]):
             out[svg_path(rel)] = old
         else:

@@ -13,10 +13,10 @@ on files.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from lockdocs.diagnostics import Diagnostic, Related, Severity, printable
+from lockdocs.records import record
 from lockdocs.report.where import Where
 
 HERE = Where()
@@ -159,7 +159,7 @@ def _sarif(
     return sarif(diags, where)
 
 
-@dataclass(frozen=True)
+@record
 class OutputFormat:
     """One `--format` of check and validate."""
 

@@ -10,12 +10,13 @@ the current folder outside git.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from lockdocs.records import record
 
-@dataclass(frozen=True)
+
+@record
 class Where:
     """`prefix`: the project folder relative to the repository top, posix, "" at the top.
     `rules_url`: the URL of the rules reference page, for a link per rule (or None)."""

@@ -4,7 +4,7 @@ cycles per backend, each computed once; and the helpers that word a finding abou
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from functools import cached_property
 from typing import NamedTuple
 
 from lockdocs.analysis.cycles import Cycle, Unfinished, find_cycles
@@ -12,10 +12,11 @@ from lockdocs.analysis.events import Event, Held
 from lockdocs.analysis.facts import Facts
 from lockdocs.analysis.graph import LockGraph, build_graph
 from lockdocs.diagnostics import Diagnostic, Location
+from lockdocs.records import field, record
 from lockdocs.rules.finder import Finder
 
 
-@dataclass
+@record(frozen=False)
 class Context(Facts):
     """The facts every check reads, plus the graph and the cycles of each backend, built once
     per run and shared by the checks that need them."""
@@ -30,6 +31,16 @@ class Context(Facts):
         if backend not in self._graphs:
             self._graphs[backend] = build_graph(self, backend)
         return self._graphs[backend]
+
+    @cached_property
+    def key_changing_takes(self) -> set[tuple[str, str, str, int]]:
+        """(lock, path, file, line) of each FOR UPDATE take that says it changes a key column
+        or deletes, indexed once (a hint asks for each hop of each cycle)."""
+        return {
+            (ev.lock, ev.path, ev.location.file, ev.location.line)
+            for ev in self.all_events
+            if ev.mode == "for update" and ev.changes_key
+        }
 
     def cycles(self, backend: str | None) -> tuple[list[Cycle], list[Unfinished]]:
         """The real cycles of one backend's graph and the components the search could not

@@ -6,13 +6,13 @@ without importing each other."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from lockdocs.diagnostics import Diagnostic, Location, Severity
+from lockdocs.records import record
 
 
-@dataclass(frozen=True)
+@record
 class Finder:
     """What a check is called with: `finding(message, location, hint, ...)` makes a finding of
     the rule (its code, its default severity unless `severity` says otherwise), and `options`

@@ -68,15 +68,7 @@ def _changes_key(ctx: Context, e: Edge, lock: str) -> bool:
     """Does the FOR UPDATE take of `lock` on this hop (the wait of `e`, or the hold it is
     taken at) say it changes a key column or deletes?"""
     line = e.location.line if e.wanted_mode == "for update" else e.held_at
-    return any(
-        ev.changes_key
-        for ev in ctx.all_events
-        if ev.lock == lock
-        and ev.path == e.path
-        and ev.location.file == e.location.file
-        and ev.location.line == line
-        and ev.mode == "for update"
-    )
+    return (lock, e.path, e.location.file, line) in ctx.key_changing_takes
 
 
 def _reorder(ctx: Context, cycle: Cycle) -> str:

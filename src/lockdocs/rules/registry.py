@@ -15,17 +15,17 @@ this module imports none of them.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Required, TypedDict, Unpack
 
 from lockdocs.diagnostics import Diagnostic, Severity
+from lockdocs.records import field, record, replace
 from lockdocs.rules.finder import Finder
 
 if TYPE_CHECKING:
     from lockdocs.rules.context import Context
 
 
-@dataclass(frozen=True)
+@record
 class Option:
     """One option a rule reads from `checks: {LDxxx: {name: value}}`: its JSON Schema (type and
     bounds), its default, and what it does (the rules page and the schema's description)."""
@@ -38,7 +38,7 @@ class Option:
 Check = Callable[["Context", Finder], Iterable[Diagnostic]]
 
 
-@dataclass(frozen=True)
+@record
 class RuleInfo:
     code: str
     name: str

@@ -3,10 +3,9 @@ exception that matches nothing is stale and is itself a finding, like an unused 
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Severity
+from lockdocs.records import replace
 from lockdocs.rules.registry import describe
 
 _LOCKS = """\

@@ -9,12 +9,13 @@ column of) a table that a declared `references:` names takes FOR KEY SHARE on th
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from lockdocs import inputs
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Location, Severity, sort_diagnostics
 from lockdocs.project.globs import walk
+from lockdocs.records import field, record, replace
 from lockdocs.scan.cache import Cache, content_key
 from lockdocs.scan.files import MAX_BYTES as _MAX_BYTES
 from lockdocs.scan.files import read_file, unreadable
@@ -31,7 +32,7 @@ from lockdocs.scan.sources import (
 MAX_BYTES = _MAX_BYTES  # the largest file the scan reads (diff's snapshot reads it from here)
 
 
-@dataclass(frozen=True)
+@record
 class Item:
     """One lock, resolved, with the file and statement it is in."""
 
@@ -40,7 +41,7 @@ class Item:
     site: Site
 
 
-@dataclass
+@record(frozen=False)
 class ScanResult:
     files: list[tuple[str, FileScan]] = field(default_factory=list)
     items: list[Item] = field(default_factory=list)
@@ -134,6 +135,7 @@ def glob_files(
     unread: dict[str, str] = {}
     base = root.resolve()
     for g in globs:
+        inputs.record_glob(root, g.pattern)
         hits = 0
         files, folders = walk(base, g.pattern)  # one walk, whatever the pattern (globs.py)
         for folder, why in folders:
@@ -260,9 +262,11 @@ def scan_files(
     for rel, path in files:
         data, early = read_file(rel, path)
         if early is not None:
+            inputs.uncacheable(root, f"code:{rel}")  # its stat, not its bytes, decided
             fs = early
         else:
             assert data is not None
+            inputs.record(root, f"code:{rel}", data)
             kind = file_kind(rel) or "sql"
             key = content_key(f"{kind}:{placeholders}" if kind == "sql" else kind, data)
             hit = _cached(cache.get(key))

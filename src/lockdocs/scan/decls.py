@@ -5,11 +5,11 @@ declared lock by its table or its key's shape, and the shape of the coverage rep
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from lockdocs import model as m
 from lockdocs.diagnostics import Location
+from lockdocs.records import field, record
 from lockdocs.scan.collect import Item, same_table
 from lockdocs.scan.keyshape import key_differences
 
@@ -22,7 +22,7 @@ STRENGTH = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class Decl:
     """One declaration that names code for a lock: a taker, or a take step's via."""
 
@@ -36,7 +36,7 @@ class Decl:
     path: str | None = None  # a take step's path
 
 
-@dataclass
+@record(frozen=False)
 class LockCoverage:
     takers: int = 0
     takers_found: int = 0
@@ -58,7 +58,7 @@ class LockCoverage:
         }
 
 
-@dataclass
+@record(frozen=False)
 class Coverage:
     patterns: tuple[str, ...]
     files: int

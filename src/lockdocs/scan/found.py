@@ -7,11 +7,12 @@ UPDATE, the FOR KEY SHARE of a foreign key) is resolved later, in `project`.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from lockdocs.records import field, fields, record
 
-@dataclass(frozen=True)
+
+@record
 class KeyShape:
     """How an advisory key expression is built, as far as the SQL text tells."""
 
@@ -31,7 +32,7 @@ class KeyShape:
         # 0 is kept: a seed or a constant key of 0 is not an unknown one
         out = {
             k: v
-            for k, v in asdict(self).items()
+            for k, v in ((f.name, getattr(self, f.name)) for f in fields(self))
             if v not in (None, ()) and k != "pair" and (k != "parts" or v)
         }
         out["construction"] = self.construction
@@ -58,7 +59,7 @@ class KeyShape:
         )
 
 
-@dataclass(frozen=True)
+@record
 class Site:
     """A statement that can take locks: a top-level statement, or one statement of a PL/pgSQL
     body. Waivers attach to sites; `span` is (first line, last line)."""
@@ -72,7 +73,7 @@ class Site:
     unread: bool = False  # lines of it could not be read (an `Unread` says which)
 
 
-@dataclass(frozen=True)
+@record
 class FoundLock:
     """One lock a statement takes (or, for `write`, a write whose locks depend on other
     files: an UPDATE's strength and the FOR KEY SHARE of a foreign key)."""
@@ -147,7 +148,7 @@ _OPTIONAL = (
 )
 
 
-@dataclass(frozen=True)
+@record
 class SqlWaiver:
     """`-- lockdocs: ignore LD7xx reason` in the SQL (or `#` / `//` above a Python or Go
     call); `sites` are the statements it covers."""
@@ -160,7 +161,7 @@ class SqlWaiver:
     problem: str | None = None  # why the comment is not a valid waiver
 
 
-@dataclass(frozen=True)
+@record
 class Unread:
     """Lines the scan could not read, so the locks they take are not checked: a statement
     Postgres's parser refuses (LD709), or a PL/pgSQL body or statement lockdocs cannot follow
@@ -176,7 +177,7 @@ class Unread:
     reason: str  # the parser's own words
 
 
-@dataclass(frozen=True)
+@record
 class Warning:
     line: int
     column: int
@@ -185,7 +186,7 @@ class Warning:
     hint: str
 
 
-@dataclass(frozen=True)
+@record
 class FileScan:
     kind: str  # sql | python | go
     sites: tuple[Site, ...] = ()

@@ -15,7 +15,8 @@ import tokenize
 import unicodedata
 import warnings
 from bisect import bisect_right
-from dataclasses import dataclass, field
+
+from lockdocs.records import field, record
 
 SQL_SUFFIXES = (".sql", ".psql", ".pgsql")
 SOURCE_SUFFIXES = {".py": "python", ".go": "go"}
@@ -50,7 +51,7 @@ class Lines:
         return self.starts[min(line, len(self.starts)) - 1] + column - 1
 
 
-@dataclass
+@record(frozen=False)
 class Unit:
     """One SQL text. `segments` are (offset in the text, offset in the file) pairs: from each
     pair on, characters map one to one until the next pair."""
@@ -75,7 +76,7 @@ class Unit:
         return target + max(offset - start, 0)
 
 
-@dataclass(frozen=True)
+@record
 class SourceComment:
     """A `# lockdocs: ...` (Python) or `// lockdocs: ...` (Go) comment on a line of its own:
     it covers the SQL of the statement on the next line of code (`next_line`; 0: none)."""

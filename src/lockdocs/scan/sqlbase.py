@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
 
 from pglast.parser import ParseError, scan
 
+from lockdocs.records import field, record, replace
 from lockdocs.scan.found import FoundLock, Site, SqlWaiver, Unread, Warning
 from lockdocs.scan.sources import Lines, Unit, dotted_aliases
 from lockdocs.scan.tree import Raw
@@ -28,7 +28,7 @@ def byte_offsets(text: str) -> Callable[[int], int]:
     return lambda b: max(bisect_right(starts, b) - 1, 0)
 
 
-@dataclass
+@record(frozen=False)
 class Result:
     """What one file's texts yield; sites are indexed across the whole file."""
 
@@ -41,7 +41,7 @@ class Result:
     unread: list[Unread] = field(default_factory=list)
 
 
-@dataclass
+@record(frozen=False)
 class Comment:
     start: int
     end: int

@@ -9,12 +9,12 @@ parts share.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from pglast.parser import ParseError, scan
 
 from lockdocs import pgparse
+from lockdocs.records import replace
 from lockdocs.scan.found import Site, SqlWaiver
 from lockdocs.scan.keyshape import unwrap
 from lockdocs.scan.plpgsql import Bodies

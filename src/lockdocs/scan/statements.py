@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from pglast.parser import ParseError, scan
+
+from lockdocs.records import record
 
 WINDOW = 1 << 16
 MAX_FAULTS = 100
@@ -35,7 +36,7 @@ _ROUTINES = ("FUNCTION", "PROCEDURE")
 Tok = tuple[str, int, int]
 
 
-@dataclass(frozen=True)
+@record
 class Fault:
     """A lexer error: its words, where it is, and whether nothing after it can be read."""
 
@@ -44,7 +45,7 @@ class Fault:
     fatal: bool
 
 
-@dataclass(frozen=True)
+@record
 class Chunk:
     """One statement's text (`start`..`end`, the `;` left out); `begin` is its first token
     that is not a comment (None for a chunk of comments only)."""

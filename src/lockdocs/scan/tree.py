@@ -11,9 +11,9 @@ anywhere in the tree, and LOCK TABLE takes table locks. Offsets are characters o
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
+from lockdocs.records import record
 from lockdocs.scan.found import KeyShape
 from lockdocs.scan.keyshape import func_name, shape_of_args, unwrap
 from lockdocs.schema.vocabulary import TABLE_MODES  # weakest first: lock level 1 to 8
@@ -53,7 +53,7 @@ def _advisory() -> dict[str, tuple[str, str, bool]]:
 ADVISORY = _advisory()
 
 
-@dataclass(frozen=True)
+@record
 class Raw:
     """A lock before its offsets are mapped to the file."""
 
@@ -72,7 +72,7 @@ class Raw:
     columns: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class _Clause:
     mode: str
     option: str | None

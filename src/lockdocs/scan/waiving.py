@@ -7,9 +7,8 @@ naming the declarations they leave unchecked. `compare.Comparison` builds on thi
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from lockdocs.diagnostics import Diagnostic, Location, Severity
+from lockdocs.records import replace
 from lockdocs.scan.collect import Item, ScanResult, unread_finding
 from lockdocs.scan.decls import plain_name, waiver_how
 from lockdocs.scan.found import FileScan, Site

@@ -10,10 +10,11 @@ two in agreement on valid and mutated documents.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
 from functools import cache
 from typing import Any
+
+from lockdocs.records import field, record
 
 _TYPES: dict[str, Any] = {
     "object": dict,
@@ -23,7 +24,7 @@ _TYPES: dict[str, Any] = {
 }
 
 
-@dataclass
+@record(frozen=False)
 class SchemaError:
     validator: str
     validator_value: Any
@@ -69,65 +70,106 @@ class Validator:
         self.root = schema
         self.defs: dict[str, Any] = schema.get("$defs", {})
         self._keys: dict[int, dict[str, tuple[int, tuple[str, ...]]]] = {}
+        self._compiled: dict[int, Callable[[Any], bool]] = {}
 
     def valid(self, instance: Any) -> bool:
         """A tight yes/no pass: valid documents (the usual case) never build an error."""
-        return self._ok(instance, self.root)
+        return self._compile(self.root)(instance)
 
-    def _ok(self, inst: Any, schema: dict[str, Any]) -> bool:
+    def _compile(self, schema: dict[str, Any]) -> Callable[[Any], bool]:
+        """The yes/no check of one subschema as a closure over just the keywords it has, made
+        once per subschema (walking the schema's dicts for every value of a large project was
+        a fifth of its check). `_check` below says why a document fails."""
+        found = self._compiled.get(id(schema))
+        if found is not None:
+            return found
+        checks: list[Callable[[Any], bool]] = []
+
+        def ok(inst: Any) -> bool:
+            for check in checks:  # noqa: SIM110 - no generator per value: this runs per value
+                if not check(inst):
+                    return False
+            return True
+
+        self._compiled[id(schema)] = ok  # first: a $ref may lead back here
         ref = schema.get("$ref")
-        if ref is not None and not self._ok(inst, self.defs[ref[8:]]):
-            return False
-        if "const" in schema and not _equal(inst, schema["const"]):
-            return False
-        if "enum" in schema and not any(_equal(inst, c) for c in schema["enum"]):
-            return False
+        if ref is not None:
+            checks.append(self._compile(self.defs[ref[8:]]))
+        if "const" in schema:
+            const = schema["const"]
+            checks.append(lambda inst: _equal(inst, const))
+        if "enum" in schema:
+            values = schema["enum"]
+            checks.append(lambda inst: any(_equal(inst, v) for v in values))
         t = schema.get("type")
-        if t is not None and not _is_type(inst, t):
-            return False
+        if t is not None:
+            checks.append(lambda inst: _is_type(inst, t))
         one_of = schema.get("oneOf")
         if one_of is not None:
-            branch = self._discriminate(inst, schema)
-            if branch is not None:
-                if not self._ok(inst, one_of[branch]):
+            branches = [self._compile(sub) for sub in one_of]
+
+            def one(inst: Any) -> bool:
+                branch = self._discriminate(inst, schema)
+                if branch is not None:
+                    return branches[branch](inst)
+                return sum(1 for b in branches if b(inst)) == 1
+
+            checks.append(one)
+        checks.append(self._shape(schema))
+        return ok
+
+    def _shape(self, schema: dict[str, Any]) -> Callable[[Any], bool]:
+        """The checks that depend on the value's kind (a string's length and pattern, a
+        number's minimum, a list's items, a mapping's keys and values)."""
+        min_length = schema.get("minLength")
+        pattern = _pattern(schema["pattern"]) if "pattern" in schema else None
+        minimum = schema.get("minimum")
+        maximum = schema.get("maximum")
+        min_items = schema.get("minItems", 0)
+        items = schema.get("items")
+        each = self._compile(items) if isinstance(items, dict) else None
+        min_props = schema.get("minProperties", 0)
+        max_props = schema.get("maxProperties")
+        required = tuple(schema.get("required", ()))
+        names = schema.get("propertyNames")
+        name_ok = self._compile(names) if names is not None else None
+        props = {k: self._compile(v) for k, v in schema.get("properties", {}).items()}
+        extra = schema.get("additionalProperties", True)
+        extra_ok = self._compile(extra) if isinstance(extra, dict) else None
+        closed = extra is False
+
+        def shape(inst: Any) -> bool:
+            if isinstance(inst, str):
+                if min_length is not None and len(inst) < min_length:
                     return False
-            elif sum(1 for sub in one_of if self._ok(inst, sub)) != 1:
-                return False
-        if isinstance(inst, str):
-            if "minLength" in schema and len(inst) < schema["minLength"]:
-                return False
-            pattern = schema.get("pattern")
-            return pattern is None or _pattern(pattern).search(inst) is not None
-        if isinstance(inst, bool):
-            return True
-        if isinstance(inst, int | float):
-            low, high = schema.get("minimum"), schema.get("maximum")
-            return (low is None or inst >= low) and (high is None or inst <= high)
-        if isinstance(inst, list):
-            if len(inst) < schema.get("minItems", 0):
-                return False
-            items = schema.get("items")
-            return not isinstance(items, dict) or all(self._ok(i, items) for i in inst)
-        if isinstance(inst, dict):
-            n = len(inst)
-            if n < schema.get("minProperties", 0) or n > schema.get("maxProperties", n):
-                return False
-            for k in schema.get("required", ()):
-                if k not in inst:
+                return pattern is None or pattern.search(inst) is not None
+            if isinstance(inst, bool):
+                return True
+            if isinstance(inst, int | float):
+                return (minimum is None or inst >= minimum) and (maximum is None or inst <= maximum)
+            if isinstance(inst, list):
+                if len(inst) < min_items:
                     return False
-            names = schema.get("propertyNames")
-            if names is not None and not all(self._ok(k, names) for k in inst):
-                return False
-            props = schema.get("properties", {})
-            extra = schema.get("additionalProperties", True)
-            for k, v in inst.items():
-                sub = props.get(k)
-                if sub is not None:
-                    if not self._ok(v, sub):
+                return each is None or all(each(i) for i in inst)
+            if isinstance(inst, dict):
+                n = len(inst)
+                if n < min_props or (max_props is not None and n > max_props):
+                    return False
+                for k in required:
+                    if k not in inst:
                         return False
-                elif extra is False or (isinstance(extra, dict) and not self._ok(v, extra)):
+                if name_ok is not None and not all(name_ok(k) for k in inst):
                     return False
-        return True
+                for k, v in inst.items():
+                    sub = props.get(k)
+                    if sub is not None:
+                        if not sub(v):
+                            return False
+                    elif closed or (extra_ok is not None and not extra_ok(v)):
+                        return False
+            return True
+
+        return shape
 
     def _discriminate(self, inst: Any, schema: dict[str, Any]) -> int | None:
         """The one oneOf branch a mapping can match, by its required keys, if exactly one."""

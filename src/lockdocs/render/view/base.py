@@ -108,6 +108,7 @@ class Context:
         self._several: dict[str, tuple[str, ...]] | None = None
         self._several_in: dict[str, set[str]] | None = None
         self._children: dict[str, list[str]] | None = None
+        self._waived: dict[str, list[tuple[tuple[str, ...], m.Waiver]]] | None = None
         self._sites: dict[str, tuple[tuple[str, bool], ...]] | None = None
         self._rechecks: set[tuple[str, str, int, int]] | None = None
 
@@ -241,14 +242,18 @@ class Context:
     def exceptions_for(self, lock_id: str | None, path_id: str) -> tuple[m.Waiver, ...]:
         """The exceptions that waive a finding about this lock (any, for None) in this path (a
         waiver may name no path and still cover the path's finding), or that name both."""
+        if self._waived is None:  # indexed once: a page of thousands of paths asks for each
+            index: dict[str, list[tuple[tuple[str, ...], m.Waiver]]] = {}
+            for d in self.diags:
+                waiver = self.waiver_of(d.waived_by) if d.waived_by else None
+                if waiver is not None:
+                    for pid in self.deviating(d):
+                        index.setdefault(pid, []).append((d.locks, waiver))
+            self._waived = index
         found: dict[int, m.Waiver] = {}
-        for d in self.diags:
-            if not d.waived_by or (lock_id is not None and lock_id not in d.locks):
-                continue
-            if path_id in self.deviating(d):
-                w = self.waiver_of(d.waived_by)
-                if w is not None:
-                    found[w.index] = w
+        for locks, w in self._waived.get(path_id, ()):
+            if lock_id is None or lock_id in locks:
+                found[w.index] = w
         for w in self.model.waivers:
             if w.path == path_id and (lock_id is None or w.lock == lock_id):
                 found[w.index] = w
