@@ -49,7 +49,7 @@ def test_the_walk_sees_the_known_imports() -> None:
     kinds = {(i.src, i.dst): i.where for i in FOUND}
     assert kinds[("lockdocs.rules.ordering", "lockdocs.analysis.cycles")] == "top"
     assert kinds[("lockdocs.rules.context", "lockdocs.analysis.facts")] == "top"
-    assert ("lockdocs.api", "lockdocs.render.build") in kinds
+    assert ("lockdocs.api", "lockdocs.render.write") in kinds
     assert len(FOUND) > 300
 
 
@@ -245,6 +245,6 @@ def test_a_check_the_cache_answers_loads_no_pipeline(tmp_path: Path) -> None:
     loaded = set(second.stderr.split())
     assert "lockdocs.checkcache" in loaded  # it did run
     assert not sorted(m for m in loaded if m.split(".")[0] in (*HEAVY, "yaml", "dataclasses"))
-    pipeline = ("lockdocs.api", "lockdocs.load", "lockdocs.project.build", "lockdocs.rules")
+    pipeline = ("lockdocs.api", "lockdocs.load", "lockdocs.project.assemble", "lockdocs.rules")
     assert not sorted(m for m in loaded if m.startswith((*pipeline, "lockdocs.scan")))
     assert "lockdocs.render.pages" not in loaded and "lockdocs.render.drift" not in loaded

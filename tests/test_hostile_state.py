@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-import lockdocs.render.build as build_mod
 import lockdocs.render.current as current_mod
 import lockdocs.render.pages as pages_mod
+import lockdocs.render.write as build_mod
 from conftest import REPO, run_cli
 from lockdocs.api import build as api_build
 

@@ -16,7 +16,7 @@ from lockdocs.api import analyse, load
 from lockdocs.diagnostics import Diagnostic, sort_diagnostics
 from lockdocs.render.pages import render_outputs
 from lockdocs.render.targets import RenderError
-from lockdocs.render.view.base import Context
+from lockdocs.render.view.base import PageContext
 from lockdocs.render.view.claims import PageView as Claimed
 from lockdocs.render.view.claims import contradictions
 from lockdocs.render.view.page import build_page
@@ -497,10 +497,10 @@ def test_the_shipped_pages_have_no_contradiction(root: Path) -> None:
     assert page
 
 
-def _claimed(root: Path) -> tuple[object, Context, Claimed]:
+def _claimed(root: Path) -> tuple[object, PageContext, Claimed]:
     model, diags = load(root)
     assert model is not None, diags
     found = sort_diagnostics(diags + analyse(model))
     view = build_page(model, found, "database-locks")
-    ctx = Context(model, found, "database-locks")
+    ctx = PageContext(model, found, "database-locks")
     return model, ctx, Claimed(view.groups, view.lock_tables, view.order)

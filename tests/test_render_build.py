@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import lockdocs.render.atomic as atomic_mod
-import lockdocs.render.build as build_mod
+import lockdocs.render.write as build_mod
 from conftest import run_cli
 from lockdocs.api import build as api_build
 from lockdocs.render.stamps import STAMP, dot_hash
@@ -433,7 +433,7 @@ def test_a_failure_on_a_first_build_leaves_no_folder_behind(
 def test_a_killed_build_is_undone_to_the_previous_docs(built: Path, crash_after: int) -> None:
     """SIGKILL in the middle of the renames: the journal lets the next run put every previous
     file back, byte for byte, before it writes; check reports the interrupted build."""
-    from lockdocs.render.build import JOURNAL, recover
+    from lockdocs.render.write import JOURNAL, recover
 
     before = _snapshot(built)
     locks = built / "locks.yaml"

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, TextIO
 from lockdocs import checkcache, colour
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Severity, sort_diagnostics
-from lockdocs.project.build import build_model
+from lockdocs.project.assemble import assemble_model
 from lockdocs.records import field, record
 from lockdocs.report import REPORTERS
 
@@ -38,7 +38,7 @@ class CheckResult:
 
 
 def load(root: Path) -> tuple[m.Model | None, list[Diagnostic]]:
-    model, diags = build_model(root)
+    model, diags = assemble_model(root)
     return model, sort_diagnostics(diags)
 
 
@@ -56,11 +56,11 @@ def analyse_all(
     # The lazy boundary of the analysis: the checks and the settings that tune them.
     from lockdocs.config import apply_overrides, check_options, severity_overrides
     from lockdocs.rules.catalog import load_all
-    from lockdocs.rules.context import Context
+    from lockdocs.rules.context import CheckContext
     from lockdocs.rules.waivers import apply_waivers
 
     registry = load_all()
-    ctx = Context(model, blame=blame)
+    ctx = CheckContext(model, blame=blame)
     overrides, diags = severity_overrides(Path(model.root), model.checks)
     options, bad_options = check_options(Path(model.root), model.check_options)
     if bad_options:
@@ -175,9 +175,8 @@ def _build(
     dot_timeout: float | None,
     progress: Progress,
 ) -> int:
-    from lockdocs.render.build import build as write_docs
-    from lockdocs.render.build import refuse, restore
     from lockdocs.render.targets import docs_problem
+    from lockdocs.render.write import refuse, restore, write_docs
 
     problem = docs_problem(root) or restore(root, err)
     if problem is not None:

@@ -16,7 +16,7 @@ cycles, minimal and in one spelling, and finds the clashes of several instances 
 from __future__ import annotations
 
 from lockdocs.analysis.budget import ARCS
-from lockdocs.analysis.facts import Facts as Context
+from lockdocs.analysis.facts import Facts
 from lockdocs.analysis.gates import gate, representatives, waits
 from lockdocs.analysis.graph import Edge, LockGraph
 from lockdocs.analysis.search import Order, Search, closes, forward
@@ -58,7 +58,7 @@ def _rotate(cycle: Cycle) -> Cycle:
 
 
 def find_cycles(
-    ctx: Context,
+    ctx: Facts,
     graph: LockGraph,
     budget: int | None = None,
 ) -> tuple[list[Cycle], list[Unfinished]]:
@@ -150,7 +150,7 @@ class InstanceClash:
     second: Edge
 
 
-def instance_clashes(ctx: Context, graph: LockGraph) -> list[InstanceClash]:
+def instance_clashes(ctx: Facts, graph: LockGraph) -> list[InstanceClash]:
     """Self-edges (several instances of one lock) that can wait on each other."""
     out: list[InstanceClash] = []
     for (src, dst), edges in sorted(graph.by_pair.items()):
@@ -194,7 +194,7 @@ def _still_closes(c: Edge, others: list[Edge]) -> bool:
     return closes(state)
 
 
-def stand_ins(ctx: Context, graph: LockGraph, cycle: Cycle) -> list[list[Edge]]:
+def stand_ins(ctx: Facts, graph: LockGraph, cycle: Cycle) -> list[list[Edge]]:
     """Per hop of `cycle`, every edge of the graph that can take that hop's place with the
     other hops kept: the same two locks, a wait on the next hop's hold, a hold the previous
     hop waits for, and no gate with any other hop. The witness is one of them. A cycle with a

@@ -3,7 +3,7 @@ per backend, whether any lock has a parent gate, each lock's kind per backend, a
 singleton guards the cycle search asks for constantly.
 
 It lives here, below the graph and the cycle search that take it, so the analysis never imports
-the rules layer; `lockdocs.rules.context.Context` extends it with the graph and the cycles each
+the rules layer; `lockdocs.rules.context.CheckContext` extends it with the graph and the cycles each
 check shares.
 """
 

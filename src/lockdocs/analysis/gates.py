@@ -6,12 +6,12 @@ keep: one per behaviour.
 
 from __future__ import annotations
 
-from lockdocs.analysis.facts import Facts as Context
+from lockdocs.analysis.facts import Facts
 from lockdocs.analysis.graph import Edge
 from lockdocs.modes import conflicts
 
 
-def singleton_guards(ctx: Context, e: Edge) -> dict[str, str]:
+def singleton_guards(ctx: Facts, e: Edge) -> dict[str, str]:
     # Keyed by the held set's identity (every edge of one event shares it): hashing a long
     # tuple of holds on every gate check would cost more than the check.
     cached = ctx.guard_cache.get(id(e.guards))
@@ -24,7 +24,7 @@ def singleton_guards(ctx: Context, e: Edge) -> dict[str, str]:
     return found
 
 
-def gate(ctx: Context, a: Edge, b: Edge) -> str | None:
+def gate(ctx: Facts, a: Edge, b: Edge) -> str | None:
     """A singleton lock both transactions hold in conflicting modes, if any."""
     ga = singleton_guards(ctx, a)
     if not ga:
@@ -37,7 +37,7 @@ def gate(ctx: Context, a: Edge, b: Edge) -> str | None:
     return None
 
 
-def parent_gated(ctx: Context, wanting: Edge, holding_parent: str | None) -> bool:
+def parent_gated(ctx: Facts, wanting: Edge, holding_parent: str | None) -> bool:
     """Is a wait of `wanting` for a transaction that holds the instance under a parent held in
     `holding_parent` impossible? Both hold the parent of one child instance, so the same
     parent instance: in conflicting modes, they never hold it at once (a parent gate)."""
@@ -49,7 +49,7 @@ def parent_gated(ctx: Context, wanting: Edge, holding_parent: str | None) -> boo
     return conflicts(kind, wanting.wanted_parent, holding_parent)
 
 
-def _signature(e: Edge, ctx: Context) -> tuple[object, ...]:
+def _signature(e: Edge, ctx: Facts) -> tuple[object, ...]:
     guards = tuple(sorted(singleton_guards(ctx, e).items()))
     return (
         e.held_mode,
@@ -67,7 +67,7 @@ def _signature(e: Edge, ctx: Context) -> tuple[object, ...]:
     )
 
 
-def representatives(edges: list[Edge], ctx: Context) -> list[Edge]:
+def representatives(edges: list[Edge], ctx: Facts) -> list[Edge]:
     """One edge per behaviour: edges equal in modes, order and gates decide the same way. The
     witness kept is one whose held lock is held for sure where there is one (the plainest to
     read: the same iteration, not an earlier one)."""
@@ -81,7 +81,7 @@ def representatives(edges: list[Edge], ctx: Context) -> list[Edge]:
     return out
 
 
-def waits(ctx: Context, wanting: Edge, holding: Edge) -> bool:
+def waits(ctx: Facts, wanting: Edge, holding: Edge) -> bool:
     """Can `wanting`'s request wait for the transaction of `holding` (which holds
     `holding.src` in `holding.held_mode`)?"""
     if wanting.never_waits or parent_gated(ctx, wanting, holding.held_parent):

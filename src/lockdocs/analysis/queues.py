@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from lockdocs.analysis.budget import HOP, PAIR
 from lockdocs.analysis.events import Event, Held
-from lockdocs.analysis.facts import Facts as Context
+from lockdocs.analysis.facts import Facts
 from lockdocs.analysis.gates import gate, parent_gated, singleton_guards
 from lockdocs.analysis.graph import Edge, parent_mode
 
 TUPLE_LOCK = "tuple lock"
 
 
-def queue_hops(ctx: Context, backend: str | None, locks: set[str]) -> list[Edge]:
+def queue_hops(ctx: Facts, backend: str | None, locks: set[str]) -> list[Edge]:
     """The hops a row's wait queue adds (PostgreSQL's src/backend/access/heap/README.tuplock):
     a request for a row that conflicts with a holder first takes the tuple's own lock, then
     waits for the holders; a later request that must wait too (it conflicts with some holder)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from lockdocs.analysis.budget import HOP
-from lockdocs.analysis.facts import Facts as Context
+from lockdocs.analysis.facts import Facts
 from lockdocs.analysis.gates import parent_gated, representatives, singleton_guards
 from lockdocs.analysis.graph import Edge, LockGraph, strongly_connected
 from lockdocs.analysis.queues import queue_hops
@@ -49,7 +49,7 @@ def closes(state: Order | None) -> bool:
 class Search:
     """The graph of waits of one lock graph and the searches over it."""
 
-    def __init__(self, ctx: Context, graph: LockGraph) -> None:
+    def __init__(self, ctx: Facts, graph: LockGraph) -> None:
         self.ctx = ctx
         # Only an edge inside a strongly connected component of the lock graph can lie on a
         # cycle over two or more locks; in a healthy code base those components are few and
@@ -153,7 +153,7 @@ class Search:
 
     def _successors(
         self,
-        ctx: Context,
+        ctx: Facts,
         backend: str | None,
         i: int,
         holders: dict[str, dict[tuple[str, int, str | None], list[int]]],
@@ -199,7 +199,7 @@ class Search:
         return sorted(out)
 
     @staticmethod
-    def _parent_queue_gated(ctx: Context, e: Edge, waiter: Edge) -> bool:
+    def _parent_queue_gated(ctx: Facts, e: Edge, waiter: Edge) -> bool:
         """Can `e` not queue behind `waiter` for one row because of their parents? Both want
         that row, and the witness that makes `e` wait holds it: all three are under one
         parent instance."""

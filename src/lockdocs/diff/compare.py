@@ -19,7 +19,7 @@ from lockdocs.diff.findings import (
 )
 from lockdocs.diff.sides import Side
 from lockdocs.keys import key_sql
-from lockdocs.rules.context import Context
+from lockdocs.rules.context import CheckContext
 
 FAILING = (Severity.ERROR, Severity.WARNING)
 
@@ -121,7 +121,7 @@ def _compare_locks(
 def order_edges(model: m.Model, mapping: dict[str, str]) -> dict[tuple[str, str], list[str]]:
     """(held, wanted) -> the paths that create the edge, over every backend."""
 
-    ctx = Context(model)
+    ctx = CheckContext(model)
     out: dict[tuple[str, str], set[str]] = {}
     for backend in ctx.backends:
         for e in build_graph(ctx, backend).edges:

@@ -1,6 +1,6 @@
 """The resolved model: frozen, typed objects with every reference checked.
 
-Built once by `project.build.build_model` from validated documents; the analysis, the rules
+Built once by `project.assemble.assemble_model` from validated documents; the analysis, the rules
 and the renderers only read it, as `m.X` from this package:
 
 - `locks`: keys, backends, takers, references, locks and transaction kinds.

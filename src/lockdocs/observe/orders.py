@@ -22,7 +22,7 @@ from lockdocs.diagnostics import Diagnostic, Location
 from lockdocs.observe.paths import First
 from lockdocs.records import replace
 from lockdocs.rules.catalog import load_all
-from lockdocs.rules.context import Context
+from lockdocs.rules.context import CheckContext
 
 MAX_SEQUENCES = 500  # distinct observed sequences given to the cycle search
 OBSERVED_GROUP = "Observed transactions"
@@ -148,7 +148,7 @@ class Orders:
         if not self.sequences:
             return []
         observed = _with_sequences(model, self)
-        ctx = Context(observed)
+        ctx = CheckContext(observed)
         synthetic = {p for p in observed.paths if p not in model.paths}
         out = []
         for d in load_all()["LD201"].run(ctx):

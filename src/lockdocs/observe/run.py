@@ -27,7 +27,7 @@ from lockdocs.observe.shapes import Shapes
 from lockdocs.postgres.serverlog import Entry
 from lockdocs.project.state import did_you_mean
 from lockdocs.records import replace
-from lockdocs.rules.context import Context
+from lockdocs.rules.context import CheckContext
 from lockdocs.rules.waivers import matching, waiver_label
 from lockdocs.scan.collect import ScanResult
 
@@ -61,7 +61,7 @@ class Observer:
         self.locker.static = propose
         self.shapes = Shapes(self.locker)
         self.rebuilder = Rebuilder(self.shapes, self.transaction)
-        ctx = Context(model) if model is not None else None
+        ctx = CheckContext(model) if model is not None else None
         self.matcher = PathMatcher(model, ctx.all_events if ctx is not None else ())
         # The declared orders are the lock-order graph's edges (a re-take of a held lock is
         # none), as `lockdocs check` builds it.

@@ -39,7 +39,7 @@ MAX_TEXT = 1 << 20  # a text longer than this is read but not kept in the cache
 
 
 @dataclass(frozen=True, slots=True)
-class Step:
+class PlannedStatement:
     """One statement of a plan: its transaction control, or the locks it takes. `needs`
     holds the lock specs whose key depends on the execution's parameters."""
 
@@ -60,7 +60,7 @@ class Step:
 
 @dataclass(frozen=True, slots=True)
 class Plan:
-    steps: tuple[Step, ...] = ()
+    steps: tuple[PlannedStatement, ...] = ()
     tags: tuple[tuple[str, str], ...] = ()  # sqlcommenter key/value pairs
     name: str = ""  # sqlc's query name
     error: str = ""  # why the text could not be read
@@ -81,7 +81,7 @@ class Shapes:
     texts: dict[str, Plan] = field(default_factory=dict)
     # normalized text -> (steps, shape number, how many constants a text of it holds, or -1
     # when its keys read none)
-    shapes: dict[str, tuple[tuple[Step, ...], int, int]] = field(default_factory=dict)
+    shapes: dict[str, tuple[tuple[PlannedStatement, ...], int, int]] = field(default_factory=dict)
     fingerprints: int = 0
     parses: int = 0
     numbers: dict[str, int] = field(default_factory=dict)  # fingerprint -> shape number
@@ -170,7 +170,7 @@ class Shapes:
         # the constructors, not dataclasses.replace: this runs once a new text, and a log's
         # simple queries are new texts
         steps = tuple(
-            Step(
+            PlannedStatement(
                 step.control,
                 step.savepoint,
                 step.chain,
@@ -185,9 +185,9 @@ class Shapes:
         )
         return Plan(steps, plan.tags, plan.name, plan.error, plan.shape, plan.literals)
 
-    def _step(self, s: Statement) -> Step:
+    def _step(self, s: Statement) -> PlannedStatement:
         if s.control is not None:
-            return Step(s.control, s.savepoint, s.chain)
+            return PlannedStatement(s.control, s.savepoint, s.chain)
         took: list[Took] = []
         needs: list[int] = []
         for i, spec in enumerate(s.locks):
@@ -204,7 +204,7 @@ class Shapes:
                 again = self.locker.rechecks(spec.table or "", spec.columns)
                 if again:
                     rechecks.append((spec.table or "", again))
-        step = Step(
+        step = PlannedStatement(
             took=tuple(took),
             needs=tuple(needs),
             params=any(reads_parameters(s.locks[i]) for i in needs),
@@ -215,7 +215,7 @@ class Shapes:
         return replace(step, keys_first=_keys_first(step)) if needs else step
 
     def took(
-        self, step: Step, params: Sequence[str | None], literals: Sequence[object] = ()
+        self, step: PlannedStatement, params: Sequence[str | None], literals: Sequence[object] = ()
     ) -> tuple[Took, ...]:
         """What a step takes in one execution: its fixed locks and its keys computed from
         this execution's literals and parameters, in the statement's order."""
@@ -244,8 +244,8 @@ def _tokens(text: str) -> list[tuple[str, int, int]] | None:
 
 
 def _templated(
-    steps: tuple[Step, ...], tokens: list[tuple[str, int, int]], text: str
-) -> tuple[Step, ...] | None:
+    steps: tuple[PlannedStatement, ...], tokens: list[tuple[str, int, int]], text: str
+) -> tuple[PlannedStatement, ...] | None:
     """The steps with their keys' literals as Literal nodes, or None when one cannot be."""
     out = []
     for step in steps:
@@ -262,7 +262,7 @@ def _templated(
     return tuple(out)
 
 
-def _keys_first(step: Step) -> bool:
+def _keys_first(step: PlannedStatement) -> bool:
     """Whether the advisory calls come before the other locks in the statement's text."""
     s = step.statement
     if s is None:

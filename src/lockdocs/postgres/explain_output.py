@@ -18,7 +18,7 @@ from lockdocs.postgres.cases import Case, group
 from lockdocs.postgres.explain import Explainer
 from lockdocs.postgres.serverlog import Entry, Problem, entries, is_lock_report
 from lockdocs.render.escape import code
-from lockdocs.rules.context import Context
+from lockdocs.rules.context import CheckContext
 
 
 @dataclass
@@ -49,7 +49,7 @@ def explain(
 ) -> Explained:
     """Every lock report of `log` (a text, or the entries of a streaming reader), explained
     and grouped."""
-    explainer = Explainer(model, diagnostics, Context(model).all_events)
+    explainer = Explainer(model, diagnostics, CheckContext(model).all_events)
     found = entries(log, log_format) if isinstance(log, str) else log
     cases = [explainer.case(e, show_literals) for e in found if is_lock_report(e)]
     return Explained(group(cases))

@@ -19,7 +19,7 @@ from __future__ import annotations
 from lockdocs.postgres import statements as sq
 from lockdocs.postgres.present import shown
 from lockdocs.postgres.replay import session_setups
-from lockdocs.postgres.scenario import Scenario, Step
+from lockdocs.postgres.scenario import Scenario, ScenarioStep
 
 SCHEMA = "lockdocs_replay"
 
@@ -48,11 +48,11 @@ def _block(statements: list[str], indent: str = "  ") -> str:
     return "{\n" + body + "\n}"
 
 
-def _step_sql(st: Step) -> str:
+def _step_sql(st: ScenarioStep) -> str:
     return _sql(sq.inline(st.sql, sq.params_for(st.sql, st.target)))
 
 
-def _step_name(scenario: Scenario, n: int, st: Step) -> str:
+def _step_name(scenario: Scenario, n: int, st: ScenarioStep) -> str:
     s = scenario.sessions[st.session]
     if st.action == "end":
         return _name(f"{s.name} commits [{n + 1}]")

@@ -18,7 +18,7 @@ from lockdocs.diagnostics import printable
 from lockdocs.postgres import statements as sq
 from lockdocs.postgres.driver import Answer
 from lockdocs.postgres.replay import Verdict
-from lockdocs.postgres.scenario import Step
+from lockdocs.postgres.scenario import ScenarioStep
 
 # What json.dumps(ensure_ascii=False) leaves raw and a terminal or an editor shows wrongly or
 # not at all: bidi controls, zero-width and other invisible characters, line separators.
@@ -51,12 +51,12 @@ def _outcome(a: Answer) -> str:
     return "no answer"
 
 
-def shown_sql(st: Step) -> str:
+def shown_sql(st: ScenarioStep) -> str:
     """The statement with its bound values in place, as a reader would write it."""
     return sq.inline(st.sql, sq.params_for(st.sql, st.target))
 
 
-def _step_text(i: int, st: Step, a: Answer | None, v: Verdict) -> list[str]:
+def _step_text(i: int, st: ScenarioStep, a: Answer | None, v: Verdict) -> list[str]:
     head = f"{i + 1}. {st.describe(v.scenario.sessions)}"
     return [f"{head}: {_outcome(a)}" if a else head, f"     {shown_sql(st)}"]
 

@@ -20,7 +20,7 @@ import psycopg
 from lockdocs.postgres import driver
 from lockdocs.postgres import statements as sq
 from lockdocs.postgres.logs import Wait, advisory_tag_of, parse_detail
-from lockdocs.postgres.scenario import HANG, PRODUCTION_DEADLOCK_TIMEOUT_MS, Scenario, Step
+from lockdocs.postgres.scenario import HANG, PRODUCTION_DEADLOCK_TIMEOUT_MS, Scenario, ScenarioStep
 
 REPLAY_DEADLOCK_TIMEOUT_MS = 100
 HANG_SECONDS = 1.0  # how long a replay waits before it calls a cycle nothing breaks a hang
@@ -122,7 +122,7 @@ class _Names:
         s = self.scenario.sessions[i]
         return f"{s.name} ({s.path})"
 
-    def asked(self, pid: int) -> Step | None:
+    def asked(self, pid: int) -> ScenarioStep | None:
         i = self.session_of.get(pid)
         wants = [st for st in self.scenario.steps if st.session == i and st.action == "want"]
         return wants[-1] if wants else None

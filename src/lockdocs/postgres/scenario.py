@@ -41,7 +41,7 @@ HANG = "hang"  # the expected answer of a cycle Postgres cannot see
 
 
 @dataclass(frozen=True)
-class Step:
+class ScenarioStep:
     session: int
     # take | want, and in a row queue's race: end (the witness commits), pause / resume (the
     # waiter's server process, so that the next hop takes the row before it looks again)
@@ -80,7 +80,7 @@ class Scenario:
     message: str
     location: Location
     sessions: tuple[Session, ...]
-    steps: tuple[Step, ...]
+    steps: tuple[ScenarioStep, ...]
     targets: tuple[sq.Target, ...]
     expected: str  # 40P01 | 55P03
     why_expected: str
@@ -224,11 +224,11 @@ def from_finding(model: m.Model, d: Diagnostic, schema: str | None = None) -> Sc
     cycle = _cycle_numbers(proof, inst)
     k = len(proof.hops)
     sessions = tuple(_session(model, i, h) for i, h in enumerate(proof.hops))
-    steps: list[Step] = []
+    steps: list[ScenarioStep] = []
     targets: list[sq.Target] = []
     stand_ins: list[str] = []
 
-    def add(step: Step) -> None:
+    def add(step: ScenarioStep) -> None:
         steps.append(step)
         if step.target not in targets:
             targets.append(step.target)
@@ -267,7 +267,7 @@ def from_finding(model: m.Model, d: Diagnostic, schema: str | None = None) -> Sc
             option = "skip locked" if held.maybe else None
             t, stmt = _take(model, backend, held.lock, mode, n, schema, option)
             add(
-                Step(
+                ScenarioStep(
                     on(i, held.lock, "take", held.connection),
                     "take",
                     held.lock,
@@ -286,7 +286,7 @@ def from_finding(model: m.Model, d: Diagnostic, schema: str | None = None) -> Sc
             witnesses[k + len(extra)] = i
             extra.append(_session(model, k + len(extra), h.queued_by))
 
-    def ask(i: int) -> Step:
+    def ask(i: int) -> ScenarioStep:
         h = proof.hops[i]
         if h.queued_by is not None:
             n = cycle[i]
@@ -294,7 +294,7 @@ def from_finding(model: m.Model, d: Diagnostic, schema: str | None = None) -> Sc
             n = cycle[i] if proof.kind == "upgrade" else cycle[(i + 1) % k]
         mode = _mode_on(model, h.wants, h.wanted_mode, backend)
         t, stmt = _take(model, backend, h.wants, mode, n, schema)
-        return Step(
+        return ScenarioStep(
             on(i, h.wants, "want", h.connection),
             "want",
             h.wants,
@@ -329,7 +329,7 @@ def from_finding(model: m.Model, d: Diagnostic, schema: str | None = None) -> Sc
             q = next(i for i, h in enumerate(proof.hops) if h.queued_by is not None)
             target = ask(q).target
             sql = "commit" if what == "end" else ""
-            add(Step(s, what, proof.hops[q].wants, "", target, sql))
+            add(ScenarioStep(s, what, proof.hops[q].wants, "", target, sql))
     if any(key[1] in (".app", ".wait") for key in helpers):
         stand_ins.append(
             "in-process locks are held on a connection of the session's own (T1.app) and asked "

@@ -10,5 +10,5 @@ file at once, sorted, and builds no model when any of them is an error.
 - `steps`: a path's steps, sets and the foreign-key takes of writes.
 - `paths`: transaction kinds, groups and paths, and `run:` loops.
 - `rules`: rules and exceptions (the rule catalog only when there are exceptions).
-- `build`: build_model, the model assembled from the sections.
+- `assemble`: assemble_model, the model assembled from the sections.
 """

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from lockdocs.diagnostics import Diagnostic, Severity
 from lockdocs.modes import conflicts
-from lockdocs.rules.context import Context, once_per_step, step_finding
+from lockdocs.rules.context import CheckContext, once_per_step, step_finding
 from lockdocs.rules.examples import ACCOUNT_ROW, HEAD
 from lockdocs.rules.finder import Finder
 from lockdocs.rules.registry import rule
@@ -53,7 +53,7 @@ paths:
         ),
     },
 )
-def check_self_waits(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
+def check_self_waits(ctx: CheckContext, finding: Finder) -> Iterable[Diagnostic]:
     for backend in ctx.backends:
         found = []
         for ev in ctx.events(backend):

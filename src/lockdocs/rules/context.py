@@ -17,7 +17,7 @@ from lockdocs.rules.finder import Finder
 
 
 @record(frozen=False)
-class Context(Facts):
+class CheckContext(Facts):
     """The facts every check reads, plus the graph and the cycles of each backend, built once
     per run and shared by the checks that need them."""
 
@@ -50,7 +50,7 @@ class Context(Facts):
         return self._cycles[backend]
 
 
-class Step(NamedTuple):
+class ReachedStep(NamedTuple):
     """One step of a declared path, as every flattened event that reaches it sees it: the path
     that declares it (`owner`) and the paths that run it (`callers`)."""
 
@@ -79,7 +79,7 @@ def run_from(callers: Iterable[str]) -> str:
     return f" (run from {shown})"
 
 
-def once_per_step(events: Iterable[Event]) -> Iterator[Step]:
+def once_per_step(events: Iterable[Event]) -> Iterator[ReachedStep]:
     """One finding per cause: a step seen through several held states (branches, the two
     passes of a loop) or several callers (a shared path that others run) is one step."""
     groups: dict[Location, list[Event]] = {}
@@ -91,21 +91,21 @@ def once_per_step(events: Iterable[Event]) -> Iterator[Step]:
         callers = tuple(sorted({e.path for e in evs} - {owner}))
         held = tuple(dict.fromkeys(h for e in evs for h in e.held))
         branches = tuple(dict.fromkeys(b for e in evs for b in e.branch))
-        yield Step(first, owner, callers, held, branches)
+        yield ReachedStep(first, owner, callers, held, branches)
 
 
-def steps_holding(events: Iterable[Event], kind: str) -> Iterator[Step]:
+def steps_holding(events: Iterable[Event], kind: str) -> Iterator[ReachedStep]:
     """The steps of one kind that run while a lock is held, one per cause."""
     return once_per_step(ev for ev in events if ev.kind == kind and ev.held)
 
 
-def held_locks(step: Step) -> tuple[str, ...]:
+def held_locks(step: ReachedStep) -> tuple[str, ...]:
     """The locks held at a step, sorted: the ones a finding about it names for exceptions."""
     return tuple(sorted({h.lock for h in step.held}))
 
 
 def step_finding(
-    finding: Finder, step: Step, message: str, hint: str, locks: tuple[str, ...]
+    finding: Finder, step: ReachedStep, message: str, hint: str, locks: tuple[str, ...]
 ) -> Diagnostic:
     """A finding about one step, where exceptions can find it by path (the declaring one or
     any caller), branch and lock; the message names the callers of a shared path."""

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from lockdocs.diagnostics import Diagnostic, Location, Severity
 from lockdocs.model import Rule
 from lockdocs.model.columns import same_order
-from lockdocs.rules.context import Context, once_per_step
+from lockdocs.rules.context import CheckContext, once_per_step
 from lockdocs.rules.finder import Finder
 from lockdocs.rules.registry import rule
 
@@ -65,7 +65,7 @@ def rules_example(body: str) -> str:
     return _BASE + "rules:\n" + body
 
 
-def rules_of(ctx: Context, check: str) -> list[Rule]:
+def rules_of(ctx: CheckContext, check: str) -> list[Rule]:
     return [r for r in ctx.model.rules.values() if r.check == check]
 
 
@@ -129,7 +129,7 @@ paths:
         ),
     },
 )
-def first_lock(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
+def first_lock(ctx: CheckContext, finding: Finder) -> Iterable[Diagnostic]:
     for r in rules_of(ctx, "first"):
         target = str(r.param("lock"))
         mode = r.param("mode")
@@ -195,7 +195,7 @@ def first_lock(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
     },
     use_instead={"paths/grants.yaml": POOL_THEN_HEAD},
 )
-def before(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
+def before(ctx: CheckContext, finding: Finder) -> Iterable[Diagnostic]:
     for r in rules_of(ctx, "before"):
         a, b = str(r.param("first")), str(r.param("then"))
         taken_after = (
@@ -254,7 +254,7 @@ paths:
         ),
     },
 )
-def sorted_instances(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
+def sorted_instances(ctx: CheckContext, finding: Finder) -> Iterable[Diagnostic]:
     rules = rules_of(ctx, "sorted")
     if not rules:
         return

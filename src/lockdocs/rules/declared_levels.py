@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from lockdocs.diagnostics import Diagnostic, Severity
 from lockdocs.model import Rule
-from lockdocs.rules.context import Context, once_per_step
+from lockdocs.rules.context import CheckContext, once_per_step
 from lockdocs.rules.declared import (
     HEAD_THEN_POOL,
     POOL_THEN_HEAD,
@@ -46,7 +46,7 @@ from lockdocs.rules.registry import rule
         ),
     },
 )
-def scope(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
+def scope(ctx: CheckContext, finding: Finder) -> Iterable[Diagnostic]:
     for r in rules_of(ctx, "scope"):
         kind, want = r.param("kind"), r.param("scope")
         for lock in ctx.model.locks.values():
@@ -92,7 +92,7 @@ def _levels(r: Rule) -> dict[str, int]:
     },
     use_instead={"paths/grants.yaml": POOL_THEN_HEAD},
 )
-def written_order(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
+def written_order(ctx: CheckContext, finding: Finder) -> Iterable[Diagnostic]:
     for r in rules_of(ctx, "order"):
         level = _levels(r)
         seen: set[tuple[str, int, str]] = set()
@@ -147,7 +147,7 @@ def written_order(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
         ),
     },
 )
-def contradictions(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
+def contradictions(ctx: CheckContext, finding: Finder) -> Iterable[Diagnostic]:
     after: dict[str, set[str]] = {}
     origin: dict[tuple[str, str], Rule] = {}
     for r in rules_of(ctx, "before"):
@@ -224,7 +224,7 @@ paths:
         ),
     },
 )
-def lock_before_write(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
+def lock_before_write(ctx: CheckContext, finding: Finder) -> Iterable[Diagnostic]:
     for r in rules_of(ctx, "lock_before_write"):
         lid = str(r.param("lock"))
         writes = r.param("writes")

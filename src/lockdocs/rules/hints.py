@@ -3,7 +3,7 @@
 A cycle breaks when one path on it takes its two locks the other way round. Which path: one
 whose order a declared rule forbids (`before`, the written order's `levels`, a `first` lock),
 else one no rule speaks about; never one whose present order a rule requires. Among those,
-`lockdocs diff` prefers the paths the change added or reordered (`Context.blame`). When a hop's
+`lockdocs diff` prefers the paths the change added or reordered (`CheckContext.blame`). When a hop's
 only conflict is FOR UPDATE against FOR KEY SHARE, FOR NO KEY UPDATE removes that wait without
 reordering anything, and the hint says so first.
 """
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from lockdocs import model as m
     from lockdocs.analysis.cycles import Cycle
     from lockdocs.analysis.graph import Edge
-    from lockdocs.rules.context import Context
+    from lockdocs.rules.context import CheckContext
 
 _WEAK_PAIR = frozenset({"for update", "for key share"})
 
@@ -42,7 +42,7 @@ def required_before(model: m.Model, a: str, b: str, txkind: str | None = None) -
     return None
 
 
-def _no_key_update(ctx: Context, cycle: Cycle) -> str:
+def _no_key_update(ctx: CheckContext, cycle: Cycle) -> str:
     """A hop whose only conflict is FOR UPDATE against FOR KEY SHARE: the FOR UPDATE side can
     take FOR NO KEY UPDATE instead (unless it changes a key column), and the wait is gone."""
     k = len(cycle.edges)
@@ -64,14 +64,14 @@ def _no_key_update(ctx: Context, cycle: Cycle) -> str:
     return ""
 
 
-def _changes_key(ctx: Context, e: Edge, lock: str) -> bool:
+def _changes_key(ctx: CheckContext, e: Edge, lock: str) -> bool:
     """Does the FOR UPDATE take of `lock` on this hop (the wait of `e`, or the hold it is
     taken at) say it changes a key column or deletes?"""
     line = e.location.line if e.wanted_mode == "for update" else e.held_at
     return (lock, e.path, e.location.file, line) in ctx.key_changing_takes
 
 
-def _reorder(ctx: Context, cycle: Cycle) -> str:
+def _reorder(ctx: CheckContext, cycle: Cycle) -> str:
     model = ctx.model
     edges = list(cycle.edges)
     against: list[tuple[Edge, str]] = []
@@ -108,7 +108,7 @@ def _reorder(ctx: Context, cycle: Cycle) -> str:
     return f"make '{chosen.path}' take {chosen.dst} before {chosen.src}{why}"
 
 
-def _across_iterations(ctx: Context, cycle: Cycle) -> str:
+def _across_iterations(ctx: CheckContext, cycle: Cycle) -> str:
     """One iteration's lock held while a later iteration takes another lock: the loop's order
     does not order the other lock's instances (two elements can share one), so reordering the
     two takes in the body does not help; taking them all before the loop does. Unless the
@@ -127,7 +127,7 @@ def _across_iterations(ctx: Context, cycle: Cycle) -> str:
     return ""
 
 
-def sorted_first(ctx: Context, lock_id: str, loop_order: str | None) -> str | None:
+def sorted_first(ctx: CheckContext, lock_id: str, loop_order: str | None) -> str | None:
     """The loop order that would take a keyed lock in its declared order: that order's columns
     first, then the loop's other columns; None when the loop's columns do not name them, or
     already sort by them first."""
@@ -143,7 +143,7 @@ def sorted_first(ctx: Context, lock_id: str, loop_order: str | None) -> str | No
     return Order(wanted.direction, (*wanted.columns, *rest)).dimension()
 
 
-def _sort_first(ctx: Context, e: Edge) -> str:
+def _sort_first(ctx: CheckContext, e: Edge) -> str:
     """For a cycle through a later iteration's take of a keyed lock: the sort that fixes it."""
     loop = e.held_instance.rpartition("#")[0]
     better = sorted_first(ctx, e.dst, ctx.loop_orders.get(loop))
@@ -172,7 +172,7 @@ def _queue(cycle: Cycle) -> str:
     return ""
 
 
-def _set(ctx: Context, cycle: Cycle) -> str:
+def _set(ctx: CheckContext, cycle: Cycle) -> str:
     """A hop inside one set take (`set: [a, b]`): the statement takes its locks in no order,
     so no reordering of the declaration helps; splitting the statement does."""
     for e in cycle.edges:
@@ -191,7 +191,7 @@ def _set(ctx: Context, cycle: Cycle) -> str:
     return ""
 
 
-def cycle_hint(ctx: Context, cycle: Cycle) -> str:
+def cycle_hint(ctx: CheckContext, cycle: Cycle) -> str:
     """The hint of an LD201 finding."""
     first = _queue(cycle) or _across_iterations(ctx, cycle) or _set(ctx, cycle)
     parts = [

@@ -7,7 +7,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from lockdocs.diagnostics import Diagnostic, Severity
-from lockdocs.rules.context import Context, held_locks, once_per_step, step_finding, steps_holding
+from lockdocs.rules.context import (
+    CheckContext,
+    held_locks,
+    once_per_step,
+    step_finding,
+    steps_holding,
+)
 from lockdocs.rules.examples import FLEET_LOCKSET, FLEET_PATH, HEAD
 from lockdocs.rules.finder import Finder
 from lockdocs.rules.practice import ROW_EXAMPLE, held_text
@@ -40,7 +46,7 @@ from lockdocs.rules.registry import rule
         ),
     },
 )
-def memory_release(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
+def memory_release(ctx: CheckContext, finding: Finder) -> Iterable[Diagnostic]:
     early = (
         ev
         for backend in ctx.backends
@@ -88,7 +94,7 @@ paths:
         ),
     },
 )
-def left_open(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
+def left_open(ctx: CheckContext, finding: Finder) -> Iterable[Diagnostic]:
     for step in steps_holding(ctx.all_events, "leave_open"):
         yield step_finding(
             finding,

@@ -12,7 +12,7 @@ from lockdocs import pghash
 from lockdocs.diagnostics import Diagnostic, Severity
 from lockdocs.keys import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
 from lockdocs.model import Key, KeyText, Lock
-from lockdocs.rules.context import Context
+from lockdocs.rules.context import CheckContext
 from lockdocs.rules.finder import Finder
 from lockdocs.rules.keyrules import advisory, is_family, locks_example
 from lockdocs.rules.registry import rule
@@ -72,7 +72,7 @@ _MIGRATIONS = """\
         + _MIGRATIONS,
     ),
 )
-def collisions(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
+def collisions(ctx: CheckContext, finding: Finder) -> Iterable[Diagnostic]:
     by_tag: dict[tuple[int, int, int], list[Lock]] = {}
     for lock, key in advisory(ctx):
         if key.tag is not None:
@@ -210,7 +210,7 @@ def _s32(v: int) -> int:
         ),
     },
 )
-def pair_namespaces(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
+def pair_namespaces(ctx: CheckContext, finding: Finder) -> Iterable[Diagnostic]:
     seen: dict[int, Lock] = {}
     for lock, key in advisory(ctx):
         if key.construction != "int4pair" or key.tag is not None:
@@ -293,7 +293,7 @@ paths:
         ),
     },
 )
-def cluster_object(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
+def cluster_object(ctx: CheckContext, finding: Finder) -> Iterable[Diagnostic]:
     wide = {lk.id for lk in ctx.model.locks.values() if lk.cluster_wide}
     if not wide:
         return

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from lockdocs.diagnostics import Diagnostic, Severity
 from lockdocs.keys import family_prefix, key_sql
 from lockdocs.model import Key, KeyText, Lock
-from lockdocs.rules.context import Context
+from lockdocs.rules.context import CheckContext
 from lockdocs.rules.finder import Finder
 from lockdocs.rules.registry import Option, rule
 
@@ -20,7 +20,7 @@ def locks_example(head: str, body: str) -> dict[str, str]:
     return {"locks.yaml": "lockdocs: 1\npage: {title: Locks}\nlocks:\n" + head + body}
 
 
-def advisory(ctx: Context) -> list[tuple[Lock, Key]]:
+def advisory(ctx: CheckContext) -> list[tuple[Lock, Key]]:
     return [(lk, lk.key) for lk in ctx.model.locks.values() if lk.key is not None]
 
 
@@ -52,7 +52,7 @@ def advisory(ctx: Context) -> list[tuple[Lock, Key]]:
         ),
     },
 )
-def no_prefix(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
+def no_prefix(ctx: CheckContext, finding: Finder) -> Iterable[Diagnostic]:
     raw = [lk.id for lk, k in advisory(ctx) if k.construction == "integer"]
     for lock, key in advisory(ctx):
         if key.construction == "integer" and key.integer is not None:
@@ -121,7 +121,7 @@ def no_prefix(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
         ),
     },
 )
-def prefix_free(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
+def prefix_free(ctx: CheckContext, finding: Finder) -> Iterable[Diagnostic]:
     fams = sorted(
         ((family_prefix(k), lk) for lk, k in advisory(ctx) if family_prefix(k)),
         key=lambda t: (t[0] or "", t[1].id),
@@ -192,7 +192,7 @@ def collision_odds(n: int, bits: int) -> float:
         )
     },
 )
-def hashtext_32(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
+def hashtext_32(ctx: CheckContext, finding: Finder) -> Iterable[Diagnostic]:
     min_odds = finding.options["min_odds"]
     assert isinstance(min_odds, int | float)
     for lock, key in advisory(ctx):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from lockdocs.diagnostics import Diagnostic, Severity
-from lockdocs.rules.context import Context
+from lockdocs.rules.context import CheckContext
 from lockdocs.rules.finder import Finder
 from lockdocs.rules.registry import rule
 from lockdocs.rules.witnesses import where
@@ -59,7 +59,7 @@ paths:
         ),
     },
 )
-def check_unfinished(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
+def check_unfinished(ctx: CheckContext, finding: Finder) -> Iterable[Diagnostic]:
     for backend in ctx.backends:
         for u in ctx.cycles(backend)[1]:
             on = f" on {backend}" if backend else ""
@@ -137,7 +137,7 @@ paths:
     },
     use_instead={"locks.yaml": ("limits: {path_work: 3}\n", "")},
 )
-def check_refused(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
+def check_refused(ctx: CheckContext, finding: Finder) -> Iterable[Diagnostic]:
     for backend in ctx.backends:
         for r in ctx.refusals(backend):
             on = f" on {backend}" if backend else ""

@@ -11,7 +11,7 @@ from lockdocs.analysis.cycles import instance_clashes
 from lockdocs.analysis.graph import Edge
 from lockdocs.analysis.proof import proof, race
 from lockdocs.diagnostics import Diagnostic, Location, Related, Severity
-from lockdocs.rules.context import Context, run_from
+from lockdocs.rules.context import CheckContext, run_from
 from lockdocs.rules.examples import ACCOUNT_ROW, HEAD
 from lockdocs.rules.finder import Finder
 from lockdocs.rules.hints import cycle_hint, sorted_first
@@ -40,7 +40,7 @@ _TWO_ROWS = (
 )
 
 
-def _claimed_before(ctx: Context, e: Edge, lock_id: str) -> bool:
+def _claimed_before(ctx: CheckContext, e: Edge, lock_id: str) -> bool:
     """Does the path hold rows of the lock it took with SKIP LOCKED earlier (a claim)?"""
     lines = {g.acquired_at for g in e.guards if g.lock == lock_id and g.maybe}
     return any(
@@ -115,7 +115,7 @@ paths:
         ),
     },
 )
-def check_cycles(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
+def check_cycles(ctx: CheckContext, finding: Finder) -> Iterable[Diagnostic]:
     for backend in ctx.backends:
         for cycle in ctx.cycles(backend)[0]:
             k = len(cycle.locks)
@@ -262,7 +262,7 @@ paths:
         "paths/money.yaml": ("        order: request order\n", "        order: ascending id\n"),
     },
 )
-def check_instances(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
+def check_instances(ctx: CheckContext, finding: Finder) -> Iterable[Diagnostic]:
     for backend in ctx.backends:
         graph = ctx.graph(backend)
         # One finding per step: a shared path's loop run from several callers is one cause.

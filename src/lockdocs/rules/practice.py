@@ -9,7 +9,13 @@ from typing import TYPE_CHECKING
 
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Severity
-from lockdocs.rules.context import Context, held_locks, once_per_step, step_finding, steps_holding
+from lockdocs.rules.context import (
+    CheckContext,
+    held_locks,
+    once_per_step,
+    step_finding,
+    steps_holding,
+)
 from lockdocs.rules.finder import Finder
 from lockdocs.rules.registry import rule
 
@@ -72,7 +78,7 @@ paths:
         ),
     },
 )
-def no_timeout(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
+def no_timeout(ctx: CheckContext, finding: Finder) -> Iterable[Diagnostic]:
     # One finding per transaction kind, at the kind: that is where the fix goes.
     waiting: dict[str, dict[str, object]] = {}
     for ev in ctx.all_events:
@@ -125,7 +131,7 @@ def no_timeout(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
         ),
     },
 )
-def external_under_lock(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
+def external_under_lock(ctx: CheckContext, finding: Finder) -> Iterable[Diagnostic]:
     for step in steps_holding(ctx.all_events, "external"):
         yield step_finding(
             finding,
@@ -168,7 +174,7 @@ locks:
         ),
     },
 )
-def session_advisory(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
+def session_advisory(ctx: CheckContext, finding: Finder) -> Iterable[Diagnostic]:
     pooled: dict[str, dict[str, list[str]]] = {}  # lock -> pooled kind -> paths
     for ev in ctx.all_events:
         tk = ctx.model.transactions.get(ev.txkind or "")
@@ -250,7 +256,7 @@ paths:
         ),
     },
 )
-def for_update_referenced(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
+def for_update_referenced(ctx: CheckContext, finding: Finder) -> Iterable[Diagnostic]:
     def needless(ev: Event) -> bool:
         if ev.kind not in ("acquire", "upgrade") or ev.mode != "for update" or ev.changes_key:
             return False
@@ -306,7 +312,7 @@ paths:
         ),
     },
 )
-def skip_locked(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
+def skip_locked(ctx: CheckContext, finding: Finder) -> Iterable[Diagnostic]:
     takes = (
         ev
         for ev in ctx.all_events

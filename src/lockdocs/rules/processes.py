@@ -8,13 +8,19 @@ from collections.abc import Iterable
 
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Severity
-from lockdocs.rules.context import Context, Step, held_locks, once_per_step, step_finding
+from lockdocs.rules.context import (
+    CheckContext,
+    ReachedStep,
+    held_locks,
+    once_per_step,
+    step_finding,
+)
 from lockdocs.rules.examples import FLEET_LOCKSET, FLEET_PATH, HEAD
 from lockdocs.rules.finder import Finder
 from lockdocs.rules.registry import rule
 
 
-def _route(ctx: Context, backend: str | None, step: Step) -> str:
+def _route(ctx: CheckContext, backend: str | None, step: ReachedStep) -> str:
     """Which route through the path the unguarded write is on, when another route to the same
     step holds a database lock: the branch the write stands in, or the branches before it
     that skip the database lock the other routes take there."""
@@ -61,7 +67,7 @@ def _takes_any(steps: tuple[m.Step, ...], locks: set[str]) -> bool:
     return False
 
 
-def process_local(ctx: Context, lock_id: str, backend: str | None) -> bool:
+def process_local(ctx: CheckContext, lock_id: str, backend: str | None) -> bool:
     """Does the lock exclude only within one process on this backend?"""
     kind, scope = ctx.model.locks[lock_id].on(backend)
     return kind == "memory" and scope == "process"
@@ -102,7 +108,7 @@ def process_local(ctx: Context, lock_id: str, backend: str | None) -> bool:
         ),
     },
 )
-def guarded_in_one_process(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
+def guarded_in_one_process(ctx: CheckContext, finding: Finder) -> Iterable[Diagnostic]:
     for backend in ctx.backends:
         replicas = ctx.model.replicas_on(backend)
         if replicas < 2:

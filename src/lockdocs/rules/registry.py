@@ -22,7 +22,7 @@ from lockdocs.records import field, record, replace
 from lockdocs.rules.finder import Finder
 
 if TYPE_CHECKING:
-    from lockdocs.rules.context import Context
+    from lockdocs.rules.context import CheckContext
 
 
 @record
@@ -35,7 +35,7 @@ class Option:
     description: str
 
 
-Check = Callable[["Context", Finder], Iterable[Diagnostic]]
+Check = Callable[["CheckContext", Finder], Iterable[Diagnostic]]
 
 
 @record
@@ -59,7 +59,9 @@ class RuleInfo:
         values.update(options or {})
         return Finder(self.code, self.severity, values)
 
-    def run(self, ctx: Context, options: Mapping[str, object] | None = None) -> list[Diagnostic]:
+    def run(
+        self, ctx: CheckContext, options: Mapping[str, object] | None = None
+    ) -> list[Diagnostic]:
         """The rule's findings (none for a rule whose findings another stage makes)."""
         return [] if self.check is None else list(self.check(ctx, self.finder(options)))
 

@@ -11,12 +11,12 @@ from lockdocs.analysis.graph import Edge, parent_mode
 from lockdocs.analysis.proof import proof
 from lockdocs.diagnostics import Diagnostic, Severity
 from lockdocs.modes import conflicts, covers, modes_for_kind
-from lockdocs.rules.context import Context
+from lockdocs.rules.context import CheckContext
 from lockdocs.rules.finder import Finder
 from lockdocs.rules.registry import rule
 
 
-def upgrade_hint(ctx: Context, e: Edge, kind: str) -> str:
+def upgrade_hint(ctx: CheckContext, e: Edge, kind: str) -> str:
     """Take the strong mode from the start; unless that would block, for the whole
     transaction, what other paths take the lock in (every request writes a table, and ACCESS
     EXCLUSIVE from the start would stop them all). Then a first mode that conflicts with
@@ -104,7 +104,7 @@ paths:
         ),
     },
 )
-def check_upgrades(ctx: Context, finding: Finder) -> Iterable[Diagnostic]:
+def check_upgrades(ctx: CheckContext, finding: Finder) -> Iterable[Diagnostic]:
     # Two upgrades of one lock (the same path twice, or two paths) deadlock when both weak
     # holds can coexist, each strong request waits for the other's weak hold, and no gate keeps
     # the two transactions apart. An upgrade is judged on the take that waits: one taken NOWAIT

@@ -12,7 +12,7 @@ from lockdocs.analysis.cycles import Cycle, stand_ins
 from lockdocs.analysis.graph import Edge
 from lockdocs.analysis.proof import race, schedule
 from lockdocs.diagnostics import Related
-from lockdocs.rules.context import Context
+from lockdocs.rules.context import CheckContext
 
 
 def where(e: Edge) -> str:
@@ -20,7 +20,7 @@ def where(e: Edge) -> str:
     return f"{e.location}{through}"
 
 
-def labels(ctx: Context, locks: tuple[str, ...], edges: tuple[Edge, ...]) -> list[str]:
+def labels(ctx: CheckContext, locks: tuple[str, ...], edges: tuple[Edge, ...]) -> list[str]:
     """How to name each lock of a cycle: a lock with instances met more than once on it is
     several rows (or keys), told apart as `a #1`, `a #2`. An upgrade, or a wait first in a
     row's queue, wants the very instance it stands on, so the next position keeps its name."""
@@ -43,14 +43,14 @@ def labels(ctx: Context, locks: tuple[str, ...], edges: tuple[Edge, ...]) -> lis
     return out
 
 
-def unseen_waits(ctx: Context, backend: str | None, cycle: Cycle) -> list[str]:
+def unseen_waits(ctx: CheckContext, backend: str | None, cycle: Cycle) -> list[str]:
     """The locks of the cycle whose waits Postgres cannot see: in-process (memory) locks, whose
     waiters wait in the application. A cycle with one is a hang: the server's deadlock
     detector sees only its own waits, so nothing breaks it."""
     return sorted({e.dst for e in cycle.edges if ctx.lock_kind(e.dst, backend) == "memory"})
 
 
-def hang_end(ctx: Context, backend: str | None, cycle: Cycle, unseen: list[str]) -> str:
+def hang_end(ctx: CheckContext, backend: str | None, cycle: Cycle, unseen: list[str]) -> str:
     """How a hang ends: the shortest lock_timeout of a database wait on the cycle, or never."""
     bounds: list[tuple[int, str, str]] = []
     for e in cycle.edges:
@@ -130,7 +130,9 @@ def interleaving(
 MAX_STAND_INS = 12
 
 
-def stand_in_lines(ctx: Context, backend: str | None, cycle: Cycle, names: list[str]) -> list[str]:
+def stand_in_lines(
+    ctx: CheckContext, backend: str | None, cycle: Cycle, names: list[str]
+) -> list[str]:
     """Every path that can take a hop's place (one report per cycle, but no second pair of
     paths over the same locks hidden behind the first): a shared path once, with the paths
     that run it."""

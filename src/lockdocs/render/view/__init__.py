@@ -7,7 +7,7 @@ a target that the `link` filter escapes and checks.
 
 One module per section of the page (locks, keys, transactions, paths and their steps, the lock
 order and, in `bothways`, the pairs taken in both orders, rules and exceptions), all built from
-one shared `base.Context`; `page.build_page` assembles them.
+one shared `base.PageContext`; `page.build_page` assembles them.
 """
 
 from __future__ import annotations

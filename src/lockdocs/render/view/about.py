@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lockdocs import model as m
-from lockdocs.render.view.base import Context
+from lockdocs.render.view.base import PageContext
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ def _counted(n: int, one: str, many: str) -> str:
     return one if n == 1 else many
 
 
-def about_view(ctx: Context, held_words: bool) -> AboutView:
+def about_view(ctx: PageContext, held_words: bool) -> AboutView:
     """The note; `held_words` says whether any step of the page is marked already held."""
     model = ctx.model
     paths_files = sorted({f for f in model.files if f != model.files[0]})

@@ -1,7 +1,7 @@
 """What every section's view model shares: links to locks, paths, transaction kinds and rules,
 the page order of the paths, and the anchors other pages link to.
 
-Built once per render (`Context`); each section module reads it and builds its own objects.
+Built once per render (`PageContext`); each section module reads it and builds its own objects.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ class IssueRef:
     planned: bool
 
 
-class Context:
+class PageContext:
     """The model, the findings and the links every section uses; built once per render."""
 
     def __init__(self, model: m.Model, diagnostics: list[Diagnostic], stem: str) -> None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from lockdocs.analysis.gates import parent_gated, waits
 from lockdocs.render.edges import EdgeSet, _Raw, cycle_pairs
 from lockdocs.render.escape import Link
-from lockdocs.render.view.base import Context
+from lockdocs.render.view.base import PageContext
 from lockdocs.render.words import mode_label
 
 
@@ -39,7 +39,7 @@ class BothWaysView:
     why: str = ""  # what keeps the two orders apart (or that nothing does), as sentences
 
 
-def mode_words(ctx: Context, lock: str, modes: set[str]) -> str:
+def mode_words(ctx: PageContext, lock: str, modes: set[str]) -> str:
     kind = ctx.model.locks[lock].kind
     return " or ".join(sorted(mode_label(kind, x) for x in modes))
 
@@ -121,7 +121,7 @@ def _compare(
     return True
 
 
-def both_ways(ctx: Context, es: EdgeSet, pair: tuple[str, str]) -> BothWaysView:
+def both_ways(ctx: PageContext, es: EdgeSet, pair: tuple[str, str]) -> BothWaysView:
     """Why the two orders of `pair` (taken both ways) do or do not meet."""
     a, b = pair
     fwd = es.raw_of(a, b)

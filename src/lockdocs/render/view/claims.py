@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Location, Severity
-from lockdocs.render.view.base import Context
+from lockdocs.render.view.base import PageContext
 from lockdocs.render.view.locks import LockTableView
 from lockdocs.render.view.order import OrderView
 from lockdocs.render.view.paths import GroupView
@@ -53,7 +53,7 @@ def _finding(where: Location, message: str, hint: str, **keys: tuple[str, ...]) 
     return Diagnostic(CODE, Severity.ERROR, message, where, hint, **keys)  # type: ignore[arg-type]
 
 
-def _deadlocks(ctx: Context) -> list[Diagnostic]:
+def _deadlocks(ctx: PageContext) -> list[Diagnostic]:
     return [d for d in ctx.diags if d.code in DEADLOCKS]
 
 
@@ -62,7 +62,7 @@ def _said(d: Diagnostic) -> str:
     return f"{who} says it can deadlock"
 
 
-def direction(ctx: Context, view: PageView) -> Iterable[Diagnostic]:
+def direction(ctx: PageContext, view: PageView) -> Iterable[Diagnostic]:
     """A claim that something never deadlocks (a lock's or a path's prose, a pair taken both
     ways, a deviation said to be safe) beside a finding that it can."""
     model = ctx.model
@@ -122,7 +122,7 @@ def direction(ctx: Context, view: PageView) -> Iterable[Diagnostic]:
                             )
 
 
-def order(ctx: Context, view: PageView) -> Iterable[Diagnostic]:
+def order(ctx: PageContext, view: PageView) -> Iterable[Diagnostic]:
     """One take's order named two ways: a loop in one order whose element lock's take says
     another, or a lock's order in one path said differently in two places of the page."""
     for p in ctx.model.paths.values():
@@ -163,7 +163,7 @@ def order(ctx: Context, view: PageView) -> Iterable[Diagnostic]:
                             )
 
 
-def planned(ctx: Context, view: PageView) -> Iterable[Diagnostic]:
+def planned(ctx: PageContext, view: PageView) -> Iterable[Diagnostic]:
     """Planned work whose takes (`adds:`) the paths already make: the page would call done work
     planned."""
     for pl in ctx.model.planned:
@@ -182,7 +182,7 @@ def planned(ctx: Context, view: PageView) -> Iterable[Diagnostic]:
             )
 
 
-def _takes(ctx: Context, add: m.PlannedTake) -> bool:
+def _takes(ctx: PageContext, add: m.PlannedTake) -> bool:
     for e in ctx.events(add.path):
         if e.kind not in ("acquire", "retake", "upgrade") or e.lock != add.lock:
             continue
@@ -194,7 +194,7 @@ def _takes(ctx: Context, add: m.PlannedTake) -> bool:
     return False
 
 
-def transactions(ctx: Context, view: PageView) -> Iterable[Diagnostic]:
+def transactions(ctx: PageContext, view: PageView) -> Iterable[Diagnostic]:
     """A path's transaction kinds (its header, or its group's) against the kinds the analysis
     ran its steps in."""
     for g in view.groups:
@@ -223,7 +223,7 @@ def transactions(ctx: Context, view: PageView) -> Iterable[Diagnostic]:
                 )
 
 
-def key_change(ctx: Context, view: PageView) -> Iterable[Diagnostic]:
+def key_change(ctx: PageContext, view: PageView) -> Iterable[Diagnostic]:
     """A take said to change a key column (or taken by a DELETE), which Postgres does with FOR
     UPDATE, declared in another mode."""
     for p in ctx.model.paths.values():
@@ -244,7 +244,7 @@ def key_change(ctx: Context, view: PageView) -> Iterable[Diagnostic]:
                 )
 
 
-def held(ctx: Context, view: PageView) -> Iterable[Diagnostic]:
+def held(ctx: PageContext, view: PageView) -> Iterable[Diagnostic]:
     """A take declared a re-take (`again: true`) that no way through the path reaches with the
     lock held: the page would call it already held and the analysis says it is not."""
     marks: dict[tuple[str, int, int], str] = {}
@@ -269,7 +269,7 @@ def held(ctx: Context, view: PageView) -> Iterable[Diagnostic]:
                 )
 
 
-def inside(ctx: Context, view: PageView) -> Iterable[Diagnostic]:
+def inside(ctx: PageContext, view: PageView) -> Iterable[Diagnostic]:
     """A path said to run only inside its callers, in their transaction (standalone: false),
     that opens a transaction of its own; or a caller said to run it in its transaction that
     runs it with none open."""
@@ -300,7 +300,7 @@ def inside(ctx: Context, view: PageView) -> Iterable[Diagnostic]:
                     )
 
 
-def deviation(ctx: Context, view: PageView) -> Iterable[Diagnostic]:
+def deviation(ctx: PageContext, view: PageView) -> Iterable[Diagnostic]:
     """A path named as taking a lock's instances in another order with neither an exception,
     nor a reason it is safe, nor a finding that says so."""
     for table in view.lock_tables:
@@ -320,7 +320,7 @@ def deviation(ctx: Context, view: PageView) -> Iterable[Diagnostic]:
                 )
 
 
-def titles(ctx: Context, view: PageView) -> Iterable[Diagnostic]:
+def titles(ctx: PageContext, view: PageView) -> Iterable[Diagnostic]:
     """Two exceptions (or differences) with one title: a reader cannot tell them apart."""
     seen: dict[str, int] = {}
     for w in ctx.model.waivers:
@@ -340,7 +340,7 @@ def titles(ctx: Context, view: PageView) -> Iterable[Diagnostic]:
 CHECKS = (direction, order, planned, transactions, key_change, held, inside, deviation, titles)
 
 
-def contradictions(ctx: Context, view: PageView) -> list[Diagnostic]:
+def contradictions(ctx: PageContext, view: PageView) -> list[Diagnostic]:
     """Every disagreement among the page's claims, one finding each (none: the page may be
     written)."""
     out: list[Diagnostic] = []

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from lockdocs import model as m
 from lockdocs.grammar import an
 from lockdocs.render.escape import Link
-from lockdocs.render.view.base import Context
+from lockdocs.render.view.base import PageContext
 from lockdocs.render.words import CATEGORIES, CATEGORY_ORDER, key_category
 from lockdocs.rules.keyrules import collision_odds
 
@@ -40,7 +40,9 @@ def _plural(n: int, one: str, many: str) -> str:
     return one if n == 1 else many
 
 
-def _verdict(ctx: Context, code: str, members: list[m.Lock], ok: str, found: str) -> VerdictView:
+def _verdict(
+    ctx: PageContext, code: str, members: list[m.Lock], ok: str, found: str
+) -> VerdictView:
     ids = {lk.id for lk in members}
     hits = [d for d in ctx.diags if d.code == code and ids & set(d.locks)]
     if not hits:
@@ -54,7 +56,9 @@ def _verdict(ctx: Context, code: str, members: list[m.Lock], ok: str, found: str
     )
 
 
-def _verdicts(ctx: Context, cat: str, locks: list[m.Lock], has_hashtext: bool) -> list[VerdictView]:
+def _verdicts(
+    ctx: PageContext, cat: str, locks: list[m.Lock], has_hashtext: bool
+) -> list[VerdictView]:
     n = len(locks)
     out: list[VerdictView] = []
     if cat == "application-fixed" and any(
@@ -157,7 +161,7 @@ def _hashed_half(key: m.Key) -> bool:
     return any(isinstance(h, m.KeyText) and not h.fixed for h in (key.first, key.second))
 
 
-def key_groups(ctx: Context) -> tuple[tuple[KeyGroupView, ...], dict[str, KeyGroupView]]:
+def key_groups(ctx: PageContext) -> tuple[tuple[KeyGroupView, ...], dict[str, KeyGroupView]]:
     """The key constructions in a fixed order, and each advisory lock's group."""
     buckets: dict[str, list[m.Lock]] = {}
     for lock in ctx.model.locks.values():

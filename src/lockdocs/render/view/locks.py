@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from lockdocs import model as m
 from lockdocs.render.escape import Link
-from lockdocs.render.view.base import Context, IssueRef, lock_anchor
+from lockdocs.render.view.base import IssueRef, PageContext, lock_anchor
 from lockdocs.render.view.keys import KeyGroupView
 from lockdocs.render.view.order import OrderedLockView, ordered_lock
 from lockdocs.render.words import (
@@ -147,7 +147,7 @@ class LockTableView:
     locks: tuple[LockView, ...]
 
 
-def taken_in(ctx: Context) -> dict[str, set[str]]:
+def taken_in(ctx: PageContext) -> dict[str, set[str]]:
     """The paths whose own steps (or whose transaction kind) take each lock."""
     model = ctx.model
     out: dict[str, set[str]] = {}
@@ -178,7 +178,7 @@ def rules_on(rule: m.Rule, lock: m.Lock) -> bool:
 
 
 def _neighbours(
-    ctx: Context, lock_id: str
+    ctx: PageContext, lock_id: str
 ) -> tuple[tuple[NeighbourView, ...], tuple[NeighbourView, ...], tuple[Link, ...], set[str]]:
     """(taken while these are held, held while these are taken, paths holding two of it, and
     every path named in those)."""
@@ -199,7 +199,7 @@ def _neighbours(
 
 
 def lock_view(
-    ctx: Context, lock: m.Lock, taken: dict[str, set[str]], key_groups: dict[str, KeyGroupView]
+    ctx: PageContext, lock: m.Lock, taken: dict[str, set[str]], key_groups: dict[str, KeyGroupView]
 ) -> LockView:
     """One lock's table row and details."""
     model = ctx.model
@@ -312,7 +312,9 @@ def _memory_mode(lock: m.Lock, backend: m.Backend) -> str:
     return f"{mode}, in memory"
 
 
-def lock_tables(ctx: Context, key_by_lock: dict[str, KeyGroupView]) -> tuple[LockTableView, ...]:
+def lock_tables(
+    ctx: PageContext, key_by_lock: dict[str, KeyGroupView]
+) -> tuple[LockTableView, ...]:
     """The summary tables, one per kind of lock present."""
     taken = taken_in(ctx)
     views = {lid: lock_view(ctx, lk, taken, key_by_lock) for lid, lk in ctx.model.locks.items()}

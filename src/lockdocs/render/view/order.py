@@ -15,7 +15,7 @@ from lockdocs import model as m
 from lockdocs.modes import conflicts
 from lockdocs.render.edges import EdgeSet, PairEdge, cycle_pairs
 from lockdocs.render.escape import Link
-from lockdocs.render.view.base import Context
+from lockdocs.render.view.base import PageContext
 from lockdocs.render.view.bothways import BothWaysView, both_ways
 from lockdocs.render.words import mode_label, order_phrase
 
@@ -99,7 +99,7 @@ DIAGRAM_MAX_LOCKS = 40
 DIAGRAM_MAX_ARROWS = 250
 
 
-def _modes(ctx: Context, e: PairEdge) -> str:
+def _modes(ctx: PageContext, e: PairEdge) -> str:
     src_kind = ctx.model.locks[e.src].kind
     dst_kind = ctx.model.locks[e.dst].kind
     return ", ".join(
@@ -155,7 +155,7 @@ def _levels(nodes: list[str], edges: set[tuple[str, str]]) -> list[list[str]]:
     return [lv for lv in out if lv]
 
 
-def order_view(ctx: Context, es: EdgeSet) -> OrderView:
+def order_view(ctx: PageContext, es: EdgeSet) -> OrderView:
     """The section's objects, in a fixed order (declaration order of the locks)."""
     model = ctx.model
     live, waived = cycle_pairs(ctx.diags)
@@ -278,7 +278,7 @@ def order_view(ctx: Context, es: EdgeSet) -> OrderView:
     )
 
 
-def ordered_lock(ctx: Context, lock_id: str) -> OrderedLockView:
+def ordered_lock(ctx: PageContext, lock_id: str) -> OrderedLockView:
     """How several instances of the lock are taken, for the lock tables."""
     # the lock's own self-edge, from the index of its edges (a dict of every pair built for
     # each lock made the lock tables quadratic: 1,800 locks, 32 of the 100x page's 55 s)
@@ -287,7 +287,7 @@ def ordered_lock(ctx: Context, lock_id: str) -> OrderedLockView:
 
 
 def _ordered(
-    ctx: Context, by_pair: dict[tuple[str, str], PairEdge], lock_id: str
+    ctx: PageContext, by_pair: dict[tuple[str, str], PairEdge], lock_id: str
 ) -> OrderedLockView:
     lock = ctx.model.locks[lock_id]
     self_edge = by_pair.get((lock_id, lock_id))
@@ -326,13 +326,13 @@ def _ordered(
     )
 
 
-def _reported(ctx: Context, lock_id: str, path_id: str) -> bool:
+def _reported(ctx: PageContext, lock_id: str, path_id: str) -> bool:
     return any(
         not d.waived_by and lock_id in d.locks and path_id in ctx.deviating(d) for d in ctx.diags
     )
 
 
-def taken_how(ctx: Context, path_id: str, lock_id: str) -> str:
+def taken_how(ctx: PageContext, path_id: str, lock_id: str) -> str:
     """How a path orders the instances of a lock it holds several of, in words: the order of
     the loop (or the take) that takes them, and whether an enclosing loop starts it again."""
     found: list[tuple[str | None, str | None]] = []  # (order, the enclosing loop's label)
@@ -380,7 +380,7 @@ def taken_how(ctx: Context, path_id: str, lock_id: str) -> str:
     return f"them {phrase}{check}"
 
 
-def instance_gate(ctx: Context, lock_id: str, path_id: str) -> str:
+def instance_gate(ctx: PageContext, lock_id: str, path_id: str) -> str:
     """Why a path that holds several instances out of order cannot deadlock on them with any
     other path that does, in words ("" when nothing keeps them apart)."""
     mine = [r for r in ctx.edges.raw_of(lock_id, lock_id) if r.path == path_id and not r.ordered]

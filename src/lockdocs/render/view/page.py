@@ -1,4 +1,4 @@
-"""The whole page's view: each section's objects, built from one shared `Context`."""
+"""The whole page's view: each section's objects, built from one shared `PageContext`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic
 from lockdocs.render.edges import PairEdge
 from lockdocs.render.view.about import AboutView, about_view
-from lockdocs.render.view.base import Context
+from lockdocs.render.view.base import PageContext
 from lockdocs.render.view.claims import PageView as Claimed
 from lockdocs.render.view.claims import contradictions
 from lockdocs.render.view.keys import KeyGroupView, key_groups
@@ -64,7 +64,7 @@ class PageView:
 def build_page(model: m.Model, diagnostics: list[Diagnostic], stem: str) -> PageView:
     """The page's view model; `stem` is the page's path under docs/ without `.md`."""
 
-    ctx = Context(model, diagnostics, stem)
+    ctx = PageContext(model, diagnostics, stem)
     keys, key_by_lock = key_groups(ctx)
     tables = lock_tables(ctx, key_by_lock)
     txs = transactions(ctx)

@@ -10,7 +10,7 @@ from pathlib import PurePosixPath
 from lockdocs import model as m
 from lockdocs.analysis.events import Event
 from lockdocs.render.escape import Link
-from lockdocs.render.view.base import Context, IssueRef, group_key, group_slugs, path_anchor
+from lockdocs.render.view.base import IssueRef, PageContext, group_key, group_slugs, path_anchor
 from lockdocs.render.view.steps import StepLines
 from lockdocs.render.view.stepview import StepView
 from lockdocs.render.view.transactions import TxView
@@ -87,7 +87,7 @@ def _opens_own(model: m.Model, path_id: str) -> bool:
 
 
 def gist(
-    ctx: Context, path_id: str, events: list[Event], derived: set[tuple[str, int, int]]
+    ctx: PageContext, path_id: str, events: list[Event], derived: set[tuple[str, int, int]]
 ) -> tuple[str, str]:
     """('Materialization rendezvous shared → Pool row → Materialization', 'waits up to 5s'):
     each lock once per transaction in the order first taken on any branch (its mode only for a
@@ -147,7 +147,7 @@ def gist(
 
 
 def _item(
-    ctx: Context, path_id: str, key: tuple[str, str], modes: list[str], instances: set[str]
+    ctx: PageContext, path_id: str, key: tuple[str, str], modes: list[str], instances: set[str]
 ) -> str:
     kind, ident = key
     if kind == "path":
@@ -177,7 +177,7 @@ def _kinds(p: m.Path, offset: int) -> list[str]:
 
 
 def path_view(
-    ctx: Context,
+    ctx: PageContext,
     p: m.Path,
     txs: dict[str, TxView],
     group_tx: str | None,
@@ -269,7 +269,7 @@ def path_view(
     )
 
 
-def groups(ctx: Context, txs: dict[str, TxView]) -> tuple[GroupView, ...]:
+def groups(ctx: PageContext, txs: dict[str, TxView]) -> tuple[GroupView, ...]:
     """Every group in its declared order, with its paths."""
     slugs = group_slugs(ctx.model)
     derived = _derived_takes(ctx.model)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from lockdocs import model as m
 from lockdocs.render.escape import Link, code_lines
-from lockdocs.render.view.base import Context
+from lockdocs.render.view.base import PageContext
 from lockdocs.render.words import (
     KIND_NOUN,
     as_tuple,
@@ -117,7 +117,7 @@ def _names_issue(text: str, number: int | None) -> bool:
     return number is not None and re.search(rf"(?<![\w/&#])#{number}\b", text) is not None
 
 
-def rule_view(ctx: Context, rule: m.Rule) -> RuleView:
+def rule_view(ctx: PageContext, rule: m.Rule) -> RuleView:
     """One rule, with its check's parameters resolved to links."""
     model = ctx.model
     p = dict(rule.params)
@@ -174,7 +174,7 @@ def rule_view(ctx: Context, rule: m.Rule) -> RuleView:
     )
 
 
-def exception_view(ctx: Context, w: m.Waiver, summaries: dict[str, str]) -> ExceptionView:
+def exception_view(ctx: PageContext, w: m.Waiver, summaries: dict[str, str]) -> ExceptionView:
     """One exception, with the number of findings it waives in this run."""
 
     model = ctx.model
@@ -208,7 +208,7 @@ def exception_view(ctx: Context, w: m.Waiver, summaries: dict[str, str]) -> Exce
     )
 
 
-def difference_views(ctx: Context) -> tuple[DifferenceView, ...]:
+def difference_views(ctx: PageContext) -> tuple[DifferenceView, ...]:
     """The declared differences, numbered in declaration order."""
     return tuple(
         DifferenceView(
@@ -224,7 +224,7 @@ def difference_views(ctx: Context) -> tuple[DifferenceView, ...]:
     )
 
 
-def planned_views(ctx: Context) -> tuple[PlannedView, ...]:
+def planned_views(ctx: PageContext) -> tuple[PlannedView, ...]:
     """The planned work, each with the locks and paths it changes."""
     model = ctx.model
     return tuple(

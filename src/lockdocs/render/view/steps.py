@@ -12,7 +12,7 @@ from __future__ import annotations
 from lockdocs import model as m
 from lockdocs.analysis.events import Event
 from lockdocs.render.escape import Link
-from lockdocs.render.view.base import Context
+from lockdocs.render.view.base import PageContext
 from lockdocs.render.view.stepview import (
     StepView,
     ends_open,
@@ -36,7 +36,9 @@ Located = dict[tuple[str, int, int], list[Event]]
 class StepLines:
     """Builds one path's list lines; `tx_offset` and `loop_begins` are facts of that path."""
 
-    def __init__(self, ctx: Context, p: m.Path, own: list[Event], txs: dict[str, TxView]) -> None:
+    def __init__(
+        self, ctx: PageContext, p: m.Path, own: list[Event], txs: dict[str, TxView]
+    ) -> None:
         self.ctx = ctx
         self.txs = txs
         self.path = p

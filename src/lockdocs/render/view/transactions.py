@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from lockdocs import model as m
 from lockdocs.render.escape import Link
-from lockdocs.render.view.base import Context, tx_anchor
+from lockdocs.render.view.base import PageContext, tx_anchor
 from lockdocs.render.words import mode_label, tx_words
 
 
@@ -35,7 +35,7 @@ class TxView:
         return tx_words(self.title, determiner)
 
 
-def tx_view(ctx: Context, tk: m.TransactionKind) -> TxView:
+def tx_view(ctx: PageContext, tk: m.TransactionKind) -> TxView:
     """One transaction kind and the paths that use it."""
     first = ctx.model.locks.get(tk.first_lock) if tk.first_lock else None
     return TxView(
@@ -58,6 +58,6 @@ def tx_view(ctx: Context, tk: m.TransactionKind) -> TxView:
     )
 
 
-def transactions(ctx: Context) -> dict[str, TxView]:
+def transactions(ctx: PageContext) -> dict[str, TxView]:
     """Every transaction kind's view, in declaration order, by id."""
     return {tid: tx_view(ctx, t) for tid, t in ctx.model.transactions.items()}

@@ -1,4 +1,4 @@
-"""The whole front end: build_model loads the documents and resolves them, section by
+"""The whole front end: assemble_model loads the documents and resolves them, section by
 section, into one `Model`; the page, `planned:`, `differences:` and `code:` are resolved here.
 """
 
@@ -172,7 +172,7 @@ def _known_path(rv: Resolver, where: tuple[str, ...], path: str, paths: dict[str
     return False
 
 
-def build_model(root: FsPath) -> tuple[m.Model | None, list[Diagnostic]]:
+def assemble_model(root: FsPath) -> tuple[m.Model | None, list[Diagnostic]]:
     """The whole front end: files -> documents -> schema -> resolved model."""
     locks_doc, path_docs, diags = load_documents(root)
     if locks_doc is None:

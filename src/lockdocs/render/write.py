@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from lockdocs.progress import Progress
     from lockdocs.scan.decls import Coverage
 
-__all__ = ["DOCS", "JOURNAL", "LOCK", "MANIFEST", "build", "lock_docs", "refuse", "restore"]
+__all__ = ["DOCS", "JOURNAL", "LOCK", "MANIFEST", "lock_docs", "refuse", "restore", "write_docs"]
 
 
 def refuse(err: TextIO, refused: BuildRefused) -> int:
@@ -71,7 +71,7 @@ def restore(root: Path, err: TextIO) -> BuildRefused | None:
     return None
 
 
-def build(
+def write_docs(
     root: Path,
     model: m.Model,
     diagnostics: list[Diagnostic],
