@@ -26,7 +26,7 @@ held), takes.py (taking locks, with the instance rules) and this module (the wal
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, assert_never
 
 from lockdocs import model as m
 from lockdocs.analysis.budget import EVENT, Budget
@@ -91,41 +91,54 @@ class Flattener(Takes):
                 step = seq[i]
                 if self.skip(step):
                     continue
-                if isinstance(step, m.Loop):
-                    site = f"{'/'.join(frame.sites)}>" if frame.sites else ""
-                    loop_id = f"{path.id}@{site}{step.location.line}"
-                    self.loop_orders[loop_id] = step.order
-                    looped = (*frame.loops, LoopFrame(loop_id, step.order, self.element(step)))
-                    second = replace(frame, loops=looped, iteration=(*frame.iteration, "2"))
-                    stack.append(("join", cur))
-                    if self.innermost(step):
-                        # A loop with no loop inside is walked twice, exactly: the second
-                        # iteration starts from what the first one holds.
-                        first = replace(frame, loops=looped, iteration=(*frame.iteration, "1"))
-                        stack.append(("seq", step.steps, 0, second))
-                        stack.append(("seq", step.steps, 0, first))
-                    else:
-                        # One with loops inside is walked once, with what earlier iterations
-                        # may hold, so nesting costs one walk per level.
-                        earlier = self.earlier_iterations(step, second)
-                        stack.append(("seq", step.steps, 0, second))
-                        cur = [add_maybe(st, earlier) for st in cur]
-                elif isinstance(step, m.Branches):
-                    acc: list[State] = []
-                    outer = cur[0].branch if cur else ()
-                    stack.append(("branches_end", acc))
-                    for name, alt in reversed(step.alternatives):
-                        stack.append(("alt_end", acc, outer))
-                        stack.append(("seq", alt, 0, frame))
-                        stack.append(("alt", cur, name))
-                elif isinstance(step, m.Run):
-                    callee = self.model.paths[step.path]
-                    inner = replace(
-                        frame,
-                        through=frame.through.add(callee.id),
-                        sites=frame.sites.add(f"{step.location.file}:{step.location.line}"),
-                    )
-                    stack.append(("seq", callee.steps, 0, inner))
+                match step:
+                    case m.Loop():
+                        site = f"{'/'.join(frame.sites)}>" if frame.sites else ""
+                        loop_id = f"{path.id}@{site}{step.location.line}"
+                        self.loop_orders[loop_id] = step.order
+                        looped = (*frame.loops, LoopFrame(loop_id, step.order, self.element(step)))
+                        second = replace(frame, loops=looped, iteration=(*frame.iteration, "2"))
+                        stack.append(("join", cur))
+                        if self.innermost(step):
+                            # A loop with no loop inside is walked twice, exactly: the second
+                            # iteration starts from what the first one holds.
+                            first = replace(frame, loops=looped, iteration=(*frame.iteration, "1"))
+                            stack.append(("seq", step.steps, 0, second))
+                            stack.append(("seq", step.steps, 0, first))
+                        else:
+                            # One with loops inside is walked once, with what earlier iterations
+                            # may hold, so nesting costs one walk per level.
+                            earlier = self.earlier_iterations(step, second)
+                            stack.append(("seq", step.steps, 0, second))
+                            cur = [add_maybe(st, earlier) for st in cur]
+                    case m.Branches():
+                        acc: list[State] = []
+                        outer = cur[0].branch if cur else ()
+                        stack.append(("branches_end", acc))
+                        for name, alt in reversed(step.alternatives):
+                            stack.append(("alt_end", acc, outer))
+                            stack.append(("seq", alt, 0, frame))
+                            stack.append(("alt", cur, name))
+                    case m.Run():
+                        callee = self.model.paths[step.path]
+                        inner = replace(
+                            frame,
+                            through=frame.through.add(callee.id),
+                            sites=frame.sites.add(f"{step.location.file}:{step.location.line}"),
+                        )
+                        stack.append(("seq", callee.steps, 0, inner))
+                    case (
+                        m.Take()
+                        | m.Call()
+                        | m.External()
+                        | m.Write()
+                        | m.Begin()
+                        | m.End()
+                        | m.Release()
+                    ):  # pragma: no cover
+                        raise AssertionError(f"a step that does not nest: {step!r}")
+                    case _:
+                        assert_never(step)
             elif tag == "join":  # a loop may run zero times: the states before it go on too
                 cur = bound(dedupe(zero_or_more(self.model.locks, item[1], cur)))
             elif tag == "alt":
@@ -137,9 +150,62 @@ class Flattener(Takes):
 
     def step(self, path: m.Path, step: m.Step, st: State, frame: Frame) -> list[State]:
         """A step that does not nest (loops, branches and runs are the walk's)."""
-        if isinstance(step, m.Take):
-            return self.take(path, st, step, frame)
-        common = Event(
+        match step:
+            case m.Take():
+                return self.take(path, st, step, frame)
+            case m.External():
+                self.emit(
+                    self.event(path, step, st, frame)._replace(
+                        kind="external", name=step.name, note=step.note
+                    )
+                )
+                return [st]
+            case m.Write():
+                if not st.skipped:
+                    self.emit(
+                        self.event(path, step, st, frame)._replace(
+                            kind="write", name=step.what, via=step.via
+                        )
+                    )
+                table = step.insert or step.update
+                if table is not None and (table, step.location) not in st.tables:
+                    tables = written({*st.tables, (table, step.location)})
+                    return [st._replace(wrote=True, tables=tables)]
+                return [st._replace(wrote=True)]
+            case m.Call():
+                return [st]
+            case m.Release():
+                self.emit(
+                    self.event(path, step, st, frame)._replace(
+                        kind="release", lock=step.lock, wrote=st.wrote and st.open
+                    )
+                )
+                return [st._replace(held=tuple(h for h in st.held if h.lock != step.lock))]
+            case m.Begin():
+                return self.begin(
+                    path, st, step.transaction, step.location, frame, st.transaction + 1
+                )
+            case m.End():
+                self.emit(self.event(path, step, st, frame)._replace(kind=step.how, wrote=st.wrote))
+                if step.how == "leave_open":
+                    return [st]
+                if step.connection:  # another connection's transaction: only its locks go
+                    held = tuple(
+                        h
+                        for h in st.held
+                        if h.connection != step.connection or self.outlives(h.lock, None)
+                    )
+                    return [st._replace(held=held)]
+                held = tuple(h for h in st.held if h.connection or self.outlives(h.lock, st.txkind))
+                return [st._replace(held=held, open=False, wrote=False, tables=())]
+            case m.Loop() | m.Branches() | m.Run():  # pragma: no cover
+                raise AssertionError(f"a step that nests is the walk's: {step!r}")
+            case _:
+                assert_never(step)
+
+    def event(self, path: m.Path, step: m.Step, st: State, frame: Frame) -> Event:
+        """The event of `step` in state `st`, before its kind and what it names are set."""
+        return Event(
             "",
             path.id,
             step.location,
@@ -149,38 +215,6 @@ class Flattener(Takes):
             st.branch,
             through=frame.through,
         )
-        if isinstance(step, m.External):
-            self.emit(common._replace(kind="external", name=step.name, note=step.note))
-            return [st]
-        if isinstance(step, m.Write):
-            if not st.skipped:
-                self.emit(common._replace(kind="write", name=step.what, via=step.via))
-            table = step.insert or step.update
-            if table is not None and (table, step.location) not in st.tables:
-                tables = written({*st.tables, (table, step.location)})
-                return [st._replace(wrote=True, tables=tables)]
-            return [st._replace(wrote=True)]
-        if isinstance(step, m.Call):
-            return [st]
-        if isinstance(step, m.Release):
-            self.emit(common._replace(kind="release", lock=step.lock, wrote=st.wrote and st.open))
-            return [st._replace(held=tuple(h for h in st.held if h.lock != step.lock))]
-        if isinstance(step, m.Begin):
-            return self.begin(path, st, step.transaction, step.location, frame, st.transaction + 1)
-        if isinstance(step, m.End):
-            self.emit(common._replace(kind=step.how, wrote=st.wrote))
-            if step.how == "leave_open":
-                return [st]
-            if step.connection:  # another connection's transaction: only its locks go
-                held = tuple(
-                    h
-                    for h in st.held
-                    if h.connection != step.connection or self.outlives(h.lock, None)
-                )
-                return [st._replace(held=held)]
-            held = tuple(h for h in st.held if h.connection or self.outlives(h.lock, st.txkind))
-            return [st._replace(held=held, open=False, wrote=False, tables=())]
-        raise AssertionError(f"unknown step {step!r}")  # pragma: no cover
 
     def path(self, path: m.Path) -> None:
         self.path_start = self.units

@@ -10,7 +10,7 @@ whether it has a loop inside.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import NamedTuple, assert_never
 
 from lockdocs import model as m
 from lockdocs.analysis.events import Held
@@ -152,13 +152,26 @@ class Summaries(WalkBase):
             self.spend(1)
             if self.skip(step):
                 continue
-            if isinstance(step, m.Take):
-                yield step
-            elif isinstance(step, m.Branches):
-                for _, alt in reversed(step.alternatives):
-                    stack.append((alt, 0))
-            elif isinstance(step, m.Run):
-                stack.append((self.model.paths[step.path].steps, 0))
+            match step:
+                case m.Take():
+                    yield step
+                case m.Branches():
+                    for _, alt in reversed(step.alternatives):
+                        stack.append((alt, 0))
+                case m.Run():
+                    stack.append((self.model.paths[step.path].steps, 0))
+                case (
+                    m.Loop()
+                    | m.Call()
+                    | m.External()
+                    | m.Write()
+                    | m.Begin()
+                    | m.End()
+                    | m.Release()
+                ):
+                    pass
+                case _:
+                    assert_never(step)
 
     def summary(self, steps: tuple[m.Step, ...]) -> _Summary:
         """The may-held transfer of `steps` (see _Summary); a path's own summary is computed
@@ -184,12 +197,25 @@ class Summaries(WalkBase):
         stack = [steps]
         while stack:
             for step in stack.pop():
-                if isinstance(step, m.Run):
-                    yield step.path
-                elif isinstance(step, m.Loop):
-                    stack.append(step.steps)
-                elif isinstance(step, m.Branches):
-                    stack.extend(alt for _, alt in step.alternatives)
+                match step:
+                    case m.Run():
+                        yield step.path
+                    case m.Loop():
+                        stack.append(step.steps)
+                    case m.Branches():
+                        stack.extend(alt for _, alt in step.alternatives)
+                    case (
+                        m.Take()
+                        | m.Call()
+                        | m.External()
+                        | m.Write()
+                        | m.Begin()
+                        | m.End()
+                        | m.Release()
+                    ):
+                        pass
+                    case _:
+                        assert_never(step)
 
     def _sequence(self, steps: tuple[m.Step, ...]) -> _Summary:
         out = _Summary()
@@ -200,71 +226,83 @@ class Summaries(WalkBase):
         return out
 
     def _one(self, step: m.Step) -> _Summary:
-        if isinstance(step, m.Take):
-            lk = self.model.locks[step.lock]
-            if (step.again or step.claimed) and not lk.singleton:
-                # re-takes what is held; with nothing held, the path's one instance (the same
-                # in every iteration)
-                where = "again"
-            elif lk.singleton:
-                where = "="
-            elif step.instance is not None:
-                where = "=" + step.instance
-            else:
-                where = ""
-            if self.lock_scope(step.lock) == "session":
-                where = "~" + where  # survives the end of a transaction
-            return _Summary(
-                added=(
-                    _Item(
-                        step.lock,
-                        self.take_mode(step),
-                        where,
-                        step.order,
-                        step.location.line,
-                        private=step.inserted,
-                    ),
+        match step:
+            case m.Take():
+                lk = self.model.locks[step.lock]
+                if (step.again or step.claimed) and not lk.singleton:
+                    # re-takes what is held; with nothing held, the path's one instance (the same
+                    # in every iteration)
+                    where = "again"
+                elif lk.singleton:
+                    where = "="
+                elif step.instance is not None:
+                    where = "=" + step.instance
+                else:
+                    where = ""
+                if self.lock_scope(step.lock) == "session":
+                    where = "~" + where  # survives the end of a transaction
+                return _Summary(
+                    added=(
+                        _Item(
+                            step.lock,
+                            self.take_mode(step),
+                            where,
+                            step.order,
+                            step.location.line,
+                            private=step.inserted,
+                        ),
+                    )
                 )
-            )
-        if isinstance(step, m.Loop):
-            body = self._sequence(step.steps)
-            nested = tuple(
-                it._replace(
-                    where=("~*" if it.where.startswith("~") else "*"),
-                    inner=(step.order, *it.inner),
+            case m.Loop():
+                body = self._sequence(step.steps)
+                nested = tuple(
+                    it._replace(
+                        where=("~*" if it.where.startswith("~") else "*"),
+                        inner=(step.order, *it.inner),
+                    )
+                    if it.where in ("", "~", "*", "~*")
+                    else it
+                    for it in body.added
                 )
-                if it.where in ("", "~", "*", "~*")
-                else it
-                for it in body.added
-            )
-            return _Summary(added=nested)  # zero or more iterations: drops nothing for sure
-        if isinstance(step, m.Branches):
-            alts = [self._sequence(alt) for _, alt in step.alternatives]
-            out = alts[0]
-            for a in alts[1:]:
-                out = out.join(a)
-            return out
-        if isinstance(step, m.Run):
-            found = self._summaries.get(step.path)
-            return found if found is not None else self._sequence(self.model.paths[step.path].steps)
-        if isinstance(step, m.Release):
-            return _Summary(released=frozenset({step.lock}))
-        if isinstance(step, m.End):
-            # (another connection's end drops only its own locks: nothing for sure here)
-            keeps = step.how == "leave_open" or step.connection is not None
-            return _Summary() if keeps else _Summary(drops_transaction=True)
-        if isinstance(step, m.Begin):
-            tk = self.model.transactions.get(step.transaction)
-            first: tuple[_Item, ...] = ()
-            if tk and tk.first_lock:
-                where = "~=" if self.lock_scope(tk.first_lock) == "session" else "="
-                first = (
-                    _Item(
-                        tk.first_lock, tk.first_mode or "exclusive", where, None, step.location.line
-                    ),
+                return _Summary(added=nested)  # zero or more iterations: drops nothing for sure
+            case m.Branches():
+                alts = [self._sequence(alt) for _, alt in step.alternatives]
+                out = alts[0]
+                for a in alts[1:]:
+                    out = out.join(a)
+                return out
+            case m.Run():
+                found = self._summaries.get(step.path)
+                return (
+                    found
+                    if found is not None
+                    else self._sequence(self.model.paths[step.path].steps)
                 )
-            return _Summary(drops_transaction=True, added=first)
-        return _Summary()
+            case m.Release():
+                return _Summary(released=frozenset({step.lock}))
+            case m.End():
+                # (another connection's end drops only its own locks: nothing for sure here)
+                keeps = step.how == "leave_open" or step.connection is not None
+                return _Summary() if keeps else _Summary(drops_transaction=True)
+            case m.Begin():
+                tk = self.model.transactions.get(step.transaction)
+                first: tuple[_Item, ...] = ()
+                if tk and tk.first_lock:
+                    where = "~=" if self.lock_scope(tk.first_lock) == "session" else "="
+                    first = (
+                        _Item(
+                            tk.first_lock,
+                            tk.first_mode or "exclusive",
+                            where,
+                            None,
+                            step.location.line,
+                        ),
+                    )
+                return _Summary(drops_transaction=True, added=first)
+            case m.Call() | m.External() | m.Write():
+                return _Summary()
+            case _:
+                assert_never(step)
 
     def innermost(self, loop: m.Loop) -> bool:
         """Is there no loop inside `loop` (through run: too)?"""
@@ -275,14 +313,28 @@ class Summaries(WalkBase):
             seen: set[str] = set()
             while stack and found:
                 for step in stack.pop():
-                    if isinstance(step, m.Loop):
-                        found = False
-                        break
-                    if isinstance(step, m.Branches):
-                        stack.extend(alt for _, alt in step.alternatives)
-                    elif isinstance(step, m.Run) and step.path not in seen:
-                        seen.add(step.path)
-                        stack.append(self.model.paths[step.path].steps)
+                    match step:
+                        case m.Loop():
+                            found = False
+                            break
+                        case m.Branches():
+                            stack.extend(alt for _, alt in step.alternatives)
+                        case m.Run():
+                            if step.path not in seen:
+                                seen.add(step.path)
+                                stack.append(self.model.paths[step.path].steps)
+                        case (
+                            m.Take()
+                            | m.Call()
+                            | m.External()
+                            | m.Write()
+                            | m.Begin()
+                            | m.End()
+                            | m.Release()
+                        ):
+                            pass
+                        case _:
+                            assert_never(step)
             self._innermost[key] = found
         return self._innermost[key]
 
