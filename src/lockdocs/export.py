@@ -6,6 +6,7 @@ Objects have sorted keys; lists keep declaration order. See docs/export.md.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from lockdocs import model as m
@@ -107,85 +108,122 @@ def lock_json(lock: m.Lock) -> dict[str, Any]:
 
 
 def step_json(step: m.Step) -> dict[str, Any]:
-    out = _step_body(step)
+    out = STEP_JSON[type(step)](step)
     out["backend"] = step.backend
     return out
 
 
-def _step_body(step: m.Step) -> dict[str, Any]:
-    line = step.location.line
-    if isinstance(step, m.Take):
-        return {
-            "type": "take",
-            "lock": step.lock,
-            "mode": step.mode,
-            "via": list(step.via),
-            "note": step.note,
-            "instance": step.instance,
-            "again": step.again,
-            "order": step.order,
-            "option": step.option,
-            "try": step.attempt,
-            "under": step.under,
-            "implicit": step.implicit,
-            "derived": step.derived,
-            "recheck": step.recheck,
-            "line": line,
-        }
-    if isinstance(step, m.Loop):
-        return {
-            "type": "loop",
-            "over": step.label,
-            "order": step.order,
-            "note": step.note,
-            "steps": [step_json(s) for s in step.steps],
-            "line": line,
-        }
-    if isinstance(step, m.Branches) and step.statement:
+def _take(step: m.Take) -> dict[str, Any]:
+    return {
+        "type": "take",
+        "lock": step.lock,
+        "mode": step.mode,
+        "via": list(step.via),
+        "note": step.note,
+        "instance": step.instance,
+        "again": step.again,
+        "order": step.order,
+        "option": step.option,
+        "try": step.attempt,
+        "under": step.under,
+        "implicit": step.implicit,
+        "derived": step.derived,
+        "recheck": step.recheck,
+        "line": step.location.line,
+    }
+
+
+def _loop(step: m.Loop) -> dict[str, Any]:
+    return {
+        "type": "loop",
+        "over": step.label,
+        "order": step.order,
+        "note": step.note,
+        "steps": [step_json(s) for s in step.steps],
+        "line": step.location.line,
+    }
+
+
+def _branches(step: m.Branches) -> dict[str, Any]:
+    if step.statement:  # a set take: one statement, shown as its takes
         return {
             "type": "set",
             "note": step.note,
-            "line": line,
+            "line": step.location.line,
             "takes": [step_json(t) for t in step.statement],
         }
-    if isinstance(step, m.Branches):
-        return {
-            "type": "branches",
-            "note": step.note,
-            "line": line,
-            "branches": [
-                {"name": n, "steps": [step_json(s) for s in alt]} for n, alt in step.alternatives
-            ],
-        }
-    if isinstance(step, m.Run):
-        return {"type": "run", "path": step.path, "note": step.note, "line": line}
-    if isinstance(step, m.Call):
-        return {"type": "call", "name": step.name, "note": step.note, "line": line}
-    if isinstance(step, m.External):
-        return {"type": "external", "name": step.name, "note": step.note, "line": line}
-    if isinstance(step, m.Write):
-        return {
-            "type": "write",
-            "what": step.what,
-            "insert": step.insert,
-            "update": step.update,
-            "columns": list(step.columns),
-            "instance": step.instance,
-            "via": list(step.via),
-            "note": step.note,
-            "line": line,
-        }
-    if isinstance(step, m.Begin):
-        return {"type": "begin", "transaction": step.transaction, "note": step.note, "line": line}
-    if isinstance(step, m.End):
-        return {"type": step.how, "note": step.note, "line": line}
+    return {
+        "type": "branches",
+        "note": step.note,
+        "line": step.location.line,
+        "branches": [
+            {"name": n, "steps": [step_json(s) for s in alt]} for n, alt in step.alternatives
+        ],
+    }
+
+
+def _run(step: m.Run) -> dict[str, Any]:
+    return {"type": "run", "path": step.path, "note": step.note, "line": step.location.line}
+
+
+def _call(step: m.Call) -> dict[str, Any]:
+    return {"type": "call", "name": step.name, "note": step.note, "line": step.location.line}
+
+
+def _external(step: m.External) -> dict[str, Any]:
+    return {"type": "external", "name": step.name, "note": step.note, "line": step.location.line}
+
+
+def _write(step: m.Write) -> dict[str, Any]:
+    return {
+        "type": "write",
+        "what": step.what,
+        "insert": step.insert,
+        "update": step.update,
+        "columns": list(step.columns),
+        "instance": step.instance,
+        "via": list(step.via),
+        "note": step.note,
+        "line": step.location.line,
+    }
+
+
+def _begin(step: m.Begin) -> dict[str, Any]:
+    return {
+        "type": "begin",
+        "transaction": step.transaction,
+        "note": step.note,
+        "line": step.location.line,
+    }
+
+
+def _end(step: m.End) -> dict[str, Any]:
+    return {"type": step.how, "note": step.note, "line": step.location.line}
+
+
+def _release(step: m.Release) -> dict[str, Any]:
     return {
         "type": "release",
         "lock": step.lock,
         "via": list(step.via),
         "note": step.note,
-        "line": line,
+        "line": step.location.line,
     }
+
+
+# A step's JSON, by its kind: one entry per member of m.Step (tests/test_step_kinds.py checks).
+STEP_JSON: dict[type[m.Step], Callable[[Any], dict[str, Any]]] = {
+    m.Take: _take,
+    m.Loop: _loop,
+    m.Branches: _branches,
+    m.Run: _run,
+    m.Call: _call,
+    m.External: _external,
+    m.Write: _write,
+    m.Begin: _begin,
+    m.End: _end,
+    m.Release: _release,
+}
 
 
 def acquisition_json(ev: Event) -> dict[str, Any]:
