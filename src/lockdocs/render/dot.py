@@ -13,7 +13,9 @@ and `// lockdocs-desc` comment becomes the SVG's <title> and <desc>.
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from lockdocs import model as m
 from lockdocs.render.escape import dot_label, dot_str, visible
@@ -44,6 +46,8 @@ BLUE = "#1d4ed8"
 STEP_FILL = "#f3f4f6"
 EXTERNAL_FILL = "#ede9fe"
 WRAP = 22
+# A step's entry node and its open ends (node, edge label).
+_Entry = tuple[str | None, list[tuple[str, str | None]]]
 
 _HEADER = f"""\
   graph [bgcolor="white", pad="0.15", fontname="Helvetica", fontsize=12, fontcolor="{INK}", \
@@ -187,39 +191,43 @@ class _Writer:
             indent,
         )
 
-    def step(self, step: m.Step, indent: str) -> tuple[str | None, list[tuple[str, str | None]]]:
+    def step(self, step: m.Step, indent: str) -> _Entry:
         """Emit one step; return its entry node and its open ends (node, edge label)."""
-        plain = [("shape", "box"), ("style", '"rounded"')]
-        if isinstance(step, m.Take):
-            loc = step.location
-            if self.marks.get((loc.file, loc.line, loc.column)) == ABSENT:
-                return None, []
-            nid = self.take(step, indent)
-            return nid, [(nid, None)]
-        if isinstance(step, m.Loop):
-            self.count += 1
-            name = dot_str(f"cluster_{self.prefix}:{self.count}")
-            order = "in no particular order" if step.order == "none" else order_phrase(step.order)
-            self.lines.append(f"{indent}subgraph {name} {{")
-            inner = indent + "  "
-            caption = [*wrap("for " + step.label, 26), *(wrap(order, 26) if order else [])]
-            self.lines.append(
-                f'{inner}label={dot_label(caption)}; style="dashed,rounded"; color="{LINE}";'
+        return STEP_NODES[type(step)](self, step, indent)
+
+    def _take_step(self, step: m.Take, indent: str) -> _Entry:
+        loc = step.location
+        if self.marks.get((loc.file, loc.line, loc.column)) == ABSENT:
+            return None, []
+        nid = self.take(step, indent)
+        return nid, [(nid, None)]
+
+    def _loop(self, step: m.Loop, indent: str) -> _Entry:
+        self.count += 1
+        name = dot_str(f"cluster_{self.prefix}:{self.count}")
+        order = "in no particular order" if step.order == "none" else order_phrase(step.order)
+        self.lines.append(f"{indent}subgraph {name} {{")
+        inner = indent + "  "
+        caption = [*wrap("for " + step.label, 26), *(wrap(order, 26) if order else [])]
+        self.lines.append(
+            f'{inner}label={dot_label(caption)}; style="dashed,rounded"; color="{LINE}";'
+        )
+        first, body_exits = self.seq(step.steps, inner, [])
+        if first is None:
+            first = self.node(["nothing"], [("shape", "plaintext")], inner)
+            body_exits = [(first, None)]
+        for src, _ in body_exits:
+            self.edge(
+                src,
+                first,
+                inner,
+                [("style", "dashed"), ("constraint", "false"), ("label", '"next"')],
             )
-            first, body_exits = self.seq(step.steps, inner, [])
-            if first is None:
-                first = self.node(["nothing"], [("shape", "plaintext")], inner)
-                body_exits = [(first, None)]
-            for src, _ in body_exits:
-                self.edge(
-                    src,
-                    first,
-                    inner,
-                    [("style", "dashed"), ("constraint", "false"), ("label", '"next"')],
-                )
-            self.lines.append(f"{indent}}}")
-            return first, body_exits
-        if isinstance(step, m.Branches) and step.statement:
+        self.lines.append(f"{indent}}}")
+        return first, body_exits
+
+    def _branches(self, step: m.Branches, indent: str) -> _Entry:
+        if step.statement:
             # a set take: one node for the statement, from the set (not its orders)
             label = ["in one statement,", "in no order:"]
             for t in step.statement:
@@ -232,71 +240,77 @@ class _Writer:
                 indent,
             )
             return nid, [(nid, None)]
-        if isinstance(step, m.Branches):
-            fork = self.node(
-                wrap(step.note or "one of", 20),
-                [("shape", "diamond"), ("style", "filled"), ("fillcolor", f'"{STEP_FILL}"')],
-                indent,
-            )
-            exits: list[tuple[str, str | None]] = []
-            for name, alt in step.alternatives:
-                first, alt_exits = self.seq(alt, indent, [])
-                if first is None:
-                    exits.append((fork, name))
-                    continue
-                self.edge(fork, first, indent, [("label", dot_label(wrap(name, 16)))])
-                exits.extend(alt_exits)
-            return fork, exits
-        if isinstance(step, m.Run):
-            callee = self.model.paths.get(step.path)
-            title = callee.title if callee else step.path
-            nid = self.node(["runs", *wrap(title)], [("shape", "component")], indent)
-            return nid, [(nid, None)]
-        if isinstance(step, m.Call):
-            nid = self.node(wrap(step.name), plain, indent)
-            return nid, [(nid, None)]
-        if isinstance(step, m.External):
-            nid = self.node(
-                ["calls out:", *wrap(step.name)],
-                [("shape", "cds"), ("style", "filled"), ("fillcolor", f'"{EXTERNAL_FILL}"')],
-                indent,
-            )
-            return nid, [(nid, None)]
-        if isinstance(step, m.Write):
-            nid = self.node(
-                wrap("writes " + step.what),
-                [("shape", "note"), ("style", "filled"), ("fillcolor", f'"{STEP_FILL}"')],
-                indent,
-            )
-            return nid, [(nid, None)]
-        if isinstance(step, m.Begin):
-            nid = self.node(
-                self.begin_label(step.transaction),
-                [("shape", "box"), ("style", '"rounded,bold"')],
-                indent,
-            )
-            return nid, [(nid, None)]
-        if isinstance(step, m.End):
-            words = {
-                "commit": "commit",
-                "rollback": "rollback",
-                "leave_open": "returns, transaction left open",
-            }
-            nid = self.node(
-                wrap(words.get(step.how, step.how)),
-                [("shape", "box"), ("style", '"rounded,bold"')],
-                indent,
-            )
-            return nid, [(nid, None)]
-        if isinstance(step, m.Release):
-            released = self.model.locks.get(step.lock)
-            nid = self.node(
-                ["releases", *wrap(released.title if released else step.lock)],
-                [("shape", "box"), ("style", "dashed")],
-                indent,
-            )
-            return nid, [(nid, None)]
-        return None, []  # pragma: no cover - every step kind is handled above
+        fork = self.node(
+            wrap(step.note or "one of", 20),
+            [("shape", "diamond"), ("style", "filled"), ("fillcolor", f'"{STEP_FILL}"')],
+            indent,
+        )
+        exits: list[tuple[str, str | None]] = []
+        for name, alt in step.alternatives:
+            first, alt_exits = self.seq(alt, indent, [])
+            if first is None:
+                exits.append((fork, name))
+                continue
+            self.edge(fork, first, indent, [("label", dot_label(wrap(name, 16)))])
+            exits.extend(alt_exits)
+        return fork, exits
+
+    def _run(self, step: m.Run, indent: str) -> _Entry:
+        callee = self.model.paths.get(step.path)
+        title = callee.title if callee else step.path
+        nid = self.node(["runs", *wrap(title)], [("shape", "component")], indent)
+        return nid, [(nid, None)]
+
+    def _call(self, step: m.Call, indent: str) -> _Entry:
+        plain = [("shape", "box"), ("style", '"rounded"')]
+        nid = self.node(wrap(step.name), plain, indent)
+        return nid, [(nid, None)]
+
+    def _external(self, step: m.External, indent: str) -> _Entry:
+        nid = self.node(
+            ["calls out:", *wrap(step.name)],
+            [("shape", "cds"), ("style", "filled"), ("fillcolor", f'"{EXTERNAL_FILL}"')],
+            indent,
+        )
+        return nid, [(nid, None)]
+
+    def _write(self, step: m.Write, indent: str) -> _Entry:
+        nid = self.node(
+            wrap("writes " + step.what),
+            [("shape", "note"), ("style", "filled"), ("fillcolor", f'"{STEP_FILL}"')],
+            indent,
+        )
+        return nid, [(nid, None)]
+
+    def _begin(self, step: m.Begin, indent: str) -> _Entry:
+        nid = self.node(
+            self.begin_label(step.transaction),
+            [("shape", "box"), ("style", '"rounded,bold"')],
+            indent,
+        )
+        return nid, [(nid, None)]
+
+    def _end(self, step: m.End, indent: str) -> _Entry:
+        words = {
+            "commit": "commit",
+            "rollback": "rollback",
+            "leave_open": "returns, transaction left open",
+        }
+        nid = self.node(
+            wrap(words.get(step.how, step.how)),
+            [("shape", "box"), ("style", '"rounded,bold"')],
+            indent,
+        )
+        return nid, [(nid, None)]
+
+    def _release(self, step: m.Release, indent: str) -> _Entry:
+        released = self.model.locks.get(step.lock)
+        nid = self.node(
+            ["releases", *wrap(released.title if released else step.lock)],
+            [("shape", "box"), ("style", "dashed")],
+            indent,
+        )
+        return nid, [(nid, None)]
 
     def begin_label(self, tx_id: str) -> list[str]:
         """The label of a transaction's start: its kind and the lock it takes first."""
@@ -307,6 +321,22 @@ class _Writer:
             mode = mode_label(first.kind, tk.first_mode) if tk.first_mode else ""
             label += wrap(f"takes {first.title} {mode}".strip())
         return label
+
+
+# A step's node(s) in the path's diagram, by its kind: one entry per member of m.Step
+# (tests/test_step_kinds.py checks).
+STEP_NODES: dict[type[m.Step], Callable[[_Writer, Any, str], _Entry]] = {
+    m.Take: _Writer._take_step,
+    m.Loop: _Writer._loop,
+    m.Branches: _Writer._branches,
+    m.Run: _Writer._run,
+    m.Call: _Writer._call,
+    m.External: _Writer._external,
+    m.Write: _Writer._write,
+    m.Begin: _Writer._begin,
+    m.End: _Writer._end,
+    m.Release: _Writer._release,
+}
 
 
 def path_dot(model: m.Model, path: m.Path, marks: Marks) -> str:
