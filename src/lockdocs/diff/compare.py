@@ -5,7 +5,7 @@ one JSON-ready dict that every output format only prints."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, assert_never
 
 from lockdocs import model as m
 from lockdocs.analysis.graph import build_graph
@@ -171,33 +171,42 @@ def acquisition_sequence(
     def walk(steps: tuple[m.Step, ...], indent: str, depth: int) -> list[str]:
         out: list[str] = []
         for s in steps:
-            if isinstance(s, m.Take):
-                extra = " again" if s.again else ""
-                extra += f" [{s.backend}]" if s.backend else ""
-                out.append(f"{indent}{lock(s.lock)} {s.mode}{extra}")
-            elif isinstance(s, m.Loop):
-                inner = walk(s.steps, indent + "  ", depth)
-                if inner:
-                    order = f", {'no order' if s.order == 'none' else s.order}" if s.order else ""
-                    out += [f"{indent}each of {s.label}{order}:", *inner]
-            elif isinstance(s, m.Branches) and s.statement:
-                elements = ", ".join(f"{lock(t.lock)} {t.mode}" for t in s.statement)
-                out.append(f"{indent}in one statement, in no order: {elements}")
-            elif isinstance(s, m.Branches):
-                for name, alt in s.alternatives:
-                    inner = walk(alt, indent + "  ", depth)
+            match s:
+                case m.Take():
+                    extra = " again" if s.again else ""
+                    extra += f" [{s.backend}]" if s.backend else ""
+                    out.append(f"{indent}{lock(s.lock)} {s.mode}{extra}")
+                case m.Loop():
+                    inner = walk(s.steps, indent + "  ", depth)
                     if inner:
-                        out += [f"{indent}if {name}:", *inner]
-            elif isinstance(s, m.Run) and s.path in model.paths and depth < 16:
-                inner = walk(model.paths[s.path].steps, indent + "  ", depth + 1)
-                if inner:
-                    out += [f"{indent}run {s.path}:", *inner]
-            elif isinstance(s, m.Begin):
-                out += [f"{indent}begin {s.transaction}", *first_take(s.transaction, indent)]
-            elif isinstance(s, m.End) and s.how != "leave_open":
-                out.append(f"{indent}{s.how}")
-            elif isinstance(s, m.Release):
-                out.append(f"{indent}release {lock(s.lock)}")
+                        order = (
+                            f", {'no order' if s.order == 'none' else s.order}" if s.order else ""
+                        )
+                        out += [f"{indent}each of {s.label}{order}:", *inner]
+                case m.Branches() if s.statement:
+                    elements = ", ".join(f"{lock(t.lock)} {t.mode}" for t in s.statement)
+                    out.append(f"{indent}in one statement, in no order: {elements}")
+                case m.Branches():
+                    for name, alt in s.alternatives:
+                        inner = walk(alt, indent + "  ", depth)
+                        if inner:
+                            out += [f"{indent}if {name}:", *inner]
+                case m.Run():
+                    if s.path in model.paths and depth < 16:
+                        inner = walk(model.paths[s.path].steps, indent + "  ", depth + 1)
+                        if inner:
+                            out += [f"{indent}run {s.path}:", *inner]
+                case m.Begin():
+                    out += [f"{indent}begin {s.transaction}", *first_take(s.transaction, indent)]
+                case m.End():
+                    if s.how != "leave_open":
+                        out.append(f"{indent}{s.how}")
+                case m.Release():
+                    out.append(f"{indent}release {lock(s.lock)}")
+                case m.Call() | m.External() | m.Write():
+                    pass  # no lock: not part of the order
+                case _:
+                    assert_never(s)
         return out
 
     lines = first_take(path.transaction, "") + walk(path.steps, "", 0)
