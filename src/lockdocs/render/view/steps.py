@@ -9,6 +9,8 @@ entitlements.Materializing kind"), never a tag before the word "transaction".
 
 from __future__ import annotations
 
+from typing import assert_never
+
 from lockdocs import model as m
 from lockdocs.analysis.events import Event
 from lockdocs.render.escape import Link
@@ -94,41 +96,47 @@ class StepLines:
             marker = f"{n}."
             loc = step.location
             evs = self.by_loc.get((loc.file, loc.line, loc.column), [])
-            if isinstance(step, m.Take):
-                if not self.ctx.happens(step):
-                    # a re-check no walk reaches: the write's line says so, the diagram omits it
-                    self.held_marks[(loc.file, loc.line, loc.column)] = ABSENT
-                    n -= 1
-                    continue
-                out.append(self.take_view(step, indent, marker, evs, in_loop))
-            elif isinstance(step, m.Branches) and step.statement:
-                out.append(self.set_view(step, indent, marker, in_loop))
-            elif isinstance(step, m.Loop):
-                out.append(self.loop_view(step, indent, marker))
-                open_tx = self.steps(step.steps, depth + 1, out, in_loop=True, open_tx=open_tx)
-            elif isinstance(step, m.Branches):
-                out.append(StepView(kind="branches", indent=indent, marker=marker, note=step.note))
-                inner = "    " * (depth + 1)
-                after = False
-                for name, alt in step.alternatives:
+            match step:
+                case m.Take():
+                    if not self.ctx.happens(step):
+                        # a re-check no walk reaches: the write's line says so, the diagram omits it
+                        self.held_marks[(loc.file, loc.line, loc.column)] = ABSENT
+                        n -= 1
+                        continue
+                    out.append(self.take_view(step, indent, marker, evs, in_loop))
+                case m.Branches() if step.statement:
+                    out.append(self.set_view(step, indent, marker, in_loop))
+                case m.Loop():
+                    out.append(self.loop_view(step, indent, marker))
+                    open_tx = self.steps(step.steps, depth + 1, out, in_loop=True, open_tx=open_tx)
+                case m.Branches():
                     out.append(
-                        StepView(
-                            kind="branch" if alt else "empty-branch",
-                            indent=inner,
-                            marker="-",
-                            label=name,
+                        StepView(kind="branches", indent=indent, marker=marker, note=step.note)
+                    )
+                    inner = "    " * (depth + 1)
+                    after = False
+                    for name, alt in step.alternatives:
+                        out.append(
+                            StepView(
+                                kind="branch" if alt else "empty-branch",
+                                indent=inner,
+                                marker="-",
+                                label=name,
+                            )
                         )
-                    )
-                    after = (
-                        self.steps(alt, depth + 2, out, in_loop=in_loop, open_tx=open_tx) or after
-                    )
-                open_tx = after
-            elif isinstance(step, m.Run):
-                open_tx = self.run_view(step, indent, marker, out, open_tx)
-            else:
-                before = len(out)
-                open_tx = self.simple(step, indent, marker, evs, in_loop, out, open_tx)
-                n += len(out) - before - 1
+                        after = (
+                            self.steps(alt, depth + 2, out, in_loop=in_loop, open_tx=open_tx)
+                            or after
+                        )
+                    open_tx = after
+                case m.Run():
+                    open_tx = self.run_view(step, indent, marker, out, open_tx)
+                case m.Call() | m.External() | m.Write() | m.Begin() | m.End() | m.Release():
+                    before = len(out)
+                    open_tx = self.simple(step, indent, marker, evs, in_loop, out, open_tx)
+                    n += len(out) - before - 1
+                case _:
+                    assert_never(step)
         return open_tx
 
     def loop_view(self, step: m.Loop, indent: str, marker: str) -> StepView:
@@ -185,78 +193,89 @@ class StepLines:
         """A step that does not nest: a call, a call out, a write, a transaction's start or end,
         a release."""
         ctx = self.ctx
-        if isinstance(step, m.Call):
-            out.append(
-                StepView(
-                    kind="call",
-                    indent=indent,
-                    marker=marker,
-                    label=step.name,
-                    note=step.note,
-                    code_like=" " not in step.name.strip(),
+        match step:
+            case m.Call():
+                out.append(
+                    StepView(
+                        kind="call",
+                        indent=indent,
+                        marker=marker,
+                        label=step.name,
+                        note=step.note,
+                        code_like=" " not in step.name.strip(),
+                    )
                 )
-            )
-        elif isinstance(step, m.External):
-            holding, known = self.held_at(evs)
-            out.append(
-                StepView(
-                    kind="external",
-                    indent=indent,
-                    marker=marker,
-                    label=step.name,
-                    note=step.note,
-                    holding=holding,
-                    held_known=known,
+            case m.External():
+                holding, known = self.held_at(evs)
+                out.append(
+                    StepView(
+                        kind="external",
+                        indent=indent,
+                        marker=marker,
+                        label=step.name,
+                        note=step.note,
+                        holding=holding,
+                        held_known=known,
+                    )
                 )
-            )
-        elif isinstance(step, m.Write):
-            out.append(
-                StepView(
-                    kind="write",
-                    indent=indent,
-                    marker=marker,
-                    label=step.what,
-                    via=step.via,
-                    note=step.note,
-                    table=step.insert or step.update,
-                    write_how="inserts into" if step.insert else "updates" if step.update else None,
-                    columns=step.columns,
-                    fk_untouched=self.untouched(step),
-                    backend=backend_name(step.backend),
+            case m.Write():
+                out.append(
+                    StepView(
+                        kind="write",
+                        indent=indent,
+                        marker=marker,
+                        label=step.what,
+                        via=step.via,
+                        note=step.note,
+                        table=step.insert or step.update,
+                        write_how="inserts into"
+                        if step.insert
+                        else "updates"
+                        if step.update
+                        else None,
+                        columns=step.columns,
+                        fk_untouched=self.untouched(step),
+                        backend=backend_name(step.backend),
+                    )
                 )
-            )
-        elif isinstance(step, m.Begin):
-            out.extend(self.begin_views(step, indent, marker, in_loop))
-            open_tx = True
-        elif isinstance(step, m.End):
-            # A commit or rollback releases every transaction-scoped lock (the page says so
-            # once); the line names only what outlives it.
-            holding, known = self.held_at(evs) if step.how == "leave_open" else self.kept_after(evs)
-            open_tx = step.how == "leave_open"
-            out.append(
-                StepView(
-                    kind=step.how,
-                    indent=indent,
-                    marker=marker,
-                    note=step.note,
-                    holding=holding,
-                    held_known=known,
-                    backend=backend_name(step.backend),
+            case m.Begin():
+                out.extend(self.begin_views(step, indent, marker, in_loop))
+                open_tx = True
+            case m.End():
+                # A commit or rollback releases every transaction-scoped lock (the page says so
+                # once); the line names only what outlives it.
+                holding, known = (
+                    self.held_at(evs) if step.how == "leave_open" else self.kept_after(evs)
                 )
-            )
-        elif isinstance(step, m.Release):
-            lock = ctx.model.locks.get(step.lock)
-            out.append(
-                StepView(
-                    kind="release",
-                    indent=indent,
-                    marker=marker,
-                    lock=ctx.lock_link(step.lock),
-                    via=step.via,
-                    note=step.note,
-                    backend=backend_name(step.backend or memory_backend(lock)),
+                open_tx = step.how == "leave_open"
+                out.append(
+                    StepView(
+                        kind=step.how,
+                        indent=indent,
+                        marker=marker,
+                        note=step.note,
+                        holding=holding,
+                        held_known=known,
+                        backend=backend_name(step.backend),
+                    )
                 )
-            )
+            case m.Release():
+                lock = ctx.model.locks.get(step.lock)
+                out.append(
+                    StepView(
+                        kind="release",
+                        indent=indent,
+                        marker=marker,
+                        lock=ctx.lock_link(step.lock),
+                        via=step.via,
+                        note=step.note,
+                        backend=backend_name(step.backend or memory_backend(lock)),
+                    )
+                )
+            case m.Take() | m.Loop() | m.Branches() | m.Run():  # pragma: no cover
+                raise AssertionError(f"a step that nests or takes: {step!r}")
+            case _:
+                assert_never(step)
         return open_tx
 
     def begin_views(self, step: m.Begin, indent: str, marker: str, in_loop: bool) -> list[StepView]:
