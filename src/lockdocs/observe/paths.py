@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import NamedTuple, assert_never
 
 from lockdocs import model as m
 from lockdocs.analysis.events import Event
@@ -104,18 +104,24 @@ def _inserted(model: m.Model, steps: Iterable[m.Step], seen: set[str]) -> set[st
     """The locks of the `inserted: true` takes of some steps, `run:` paths included."""
     out: set[str] = set()
     for step in steps:
-        if isinstance(step, m.Take):
-            if step.inserted:
-                out.add(step.lock)
-        elif isinstance(step, m.Loop):
-            out |= _inserted(model, step.steps, seen)
-        elif isinstance(step, m.Branches):
-            out |= _inserted(model, step.statement, seen)
-            for _, alternative in step.alternatives:
-                out |= _inserted(model, alternative, seen)
-        elif isinstance(step, m.Run) and step.path in model.paths and step.path not in seen:
-            seen.add(step.path)
-            out |= _inserted(model, model.paths[step.path].steps, seen)
+        match step:
+            case m.Take():
+                if step.inserted:
+                    out.add(step.lock)
+            case m.Loop():
+                out |= _inserted(model, step.steps, seen)
+            case m.Branches():
+                out |= _inserted(model, step.statement, seen)
+                for _, alternative in step.alternatives:
+                    out |= _inserted(model, alternative, seen)
+            case m.Run():
+                if step.path in model.paths and step.path not in seen:
+                    seen.add(step.path)
+                    out |= _inserted(model, model.paths[step.path].steps, seen)
+            case m.Call() | m.External() | m.Write() | m.Begin() | m.End() | m.Release():
+                pass
+            case _:
+                assert_never(step)
     return out
 
 

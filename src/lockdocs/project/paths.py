@@ -5,6 +5,8 @@ no path running itself.
 
 from __future__ import annotations
 
+from typing import assert_never
+
 from lockdocs import model as m
 from lockdocs.diagnostics import Location
 from lockdocs.project.state import Resolver, did_you_mean, via
@@ -160,11 +162,16 @@ def _run_cycles(rv: Resolver, paths: dict[str, m.Path]) -> None:
 def _runs(steps: tuple[m.Step, ...]) -> list[m.Run]:
     out: list[m.Run] = []
     for s in steps:
-        if isinstance(s, m.Run):
-            out.append(s)
-        elif isinstance(s, m.Loop):
-            out += _runs(s.steps)
-        elif isinstance(s, m.Branches):
-            for _, alt in s.alternatives:
-                out += _runs(alt)
+        match s:
+            case m.Run():
+                out.append(s)
+            case m.Loop():
+                out += _runs(s.steps)
+            case m.Branches():
+                for _, alt in s.alternatives:
+                    out += _runs(alt)
+            case m.Take() | m.Call() | m.External() | m.Write() | m.Begin() | m.End() | m.Release():
+                pass
+            case _:
+                assert_never(s)
     return out

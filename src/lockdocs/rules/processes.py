@@ -5,6 +5,7 @@ nothing apart across them."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import assert_never
 
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic, Severity
@@ -58,12 +59,26 @@ def _takes_any(steps: tuple[m.Step, ...], locks: set[str]) -> bool:
     stack = [steps]
     while stack:
         for s in stack.pop():
-            if isinstance(s, m.Take) and s.lock in locks:
-                return True
-            if isinstance(s, m.Loop):
-                stack.append(s.steps)
-            elif isinstance(s, m.Branches):
-                stack.extend(alt for _, alt in s.alternatives)
+            match s:
+                case m.Take():
+                    if s.lock in locks:
+                        return True
+                case m.Loop():
+                    stack.append(s.steps)
+                case m.Branches():
+                    stack.extend(alt for _, alt in s.alternatives)
+                case (
+                    m.Run()
+                    | m.Call()
+                    | m.External()
+                    | m.Write()
+                    | m.Begin()
+                    | m.End()
+                    | m.Release()
+                ):
+                    pass
+                case _:
+                    assert_never(s)
     return False
 
 

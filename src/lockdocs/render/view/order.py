@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from typing import assert_never
 
 from lockdocs import model as m
 from lockdocs.modes import conflicts
@@ -349,21 +350,35 @@ def taken_how(ctx: PageContext, path_id: str, lock_id: str) -> str:
         """`order` and `here`: the order and label of the loop the steps stand in; `outer`:
         the label of the loop around that one (which starts its order again)."""
         for s in steps:
-            if isinstance(s, m.Take) and s.lock == lock_id and not s.again:
-                if s.derived and not s.order and order is None:
-                    checks.append(s)  # Postgres's foreign-key check: the row the write names
-                else:
-                    found.append((s.order, None) if s.order else (order, outer))
-            elif isinstance(s, m.Branches) and s.statement:
-                if any(t.lock == lock_id for t in s.statement):
-                    found.append(("none", None))
-            elif isinstance(s, m.Loop):
-                visit(s.steps, s.order, s.label, here, seen)
-            elif isinstance(s, m.Branches):
-                for _, alt in s.alternatives:
-                    visit(alt, order, here, outer, seen)
-            elif isinstance(s, m.Run) and s.path in model.paths and s.path not in seen:
-                visit(model.paths[s.path].steps, order, here, outer, seen | {s.path})
+            match s:
+                case m.Take() if s.lock == lock_id and not s.again:
+                    if s.derived and not s.order and order is None:
+                        checks.append(s)  # Postgres's foreign-key check: the row the write names
+                    else:
+                        found.append((s.order, None) if s.order else (order, outer))
+                case m.Branches() if s.statement:
+                    if any(t.lock == lock_id for t in s.statement):
+                        found.append(("none", None))
+                case m.Loop():
+                    visit(s.steps, s.order, s.label, here, seen)
+                case m.Branches():
+                    for _, alt in s.alternatives:
+                        visit(alt, order, here, outer, seen)
+                case m.Run():
+                    if s.path in model.paths and s.path not in seen:
+                        visit(model.paths[s.path].steps, order, here, outer, seen | {s.path})
+                case (
+                    m.Take()
+                    | m.Call()
+                    | m.External()
+                    | m.Write()
+                    | m.Begin()
+                    | m.End()
+                    | m.Release()
+                ):
+                    pass  # another lock's take, a re-take, or a step that takes no lock
+                case _:
+                    assert_never(s)
 
     visit(model.paths[path_id].steps, None, None, None, {path_id})
     orders = [o for o, _ in found if o]

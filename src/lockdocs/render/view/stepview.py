@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import assert_never
 
 from lockdocs import model as m
 from lockdocs.analysis.events import Event
@@ -117,15 +118,21 @@ def ends_open(
     `at_run` sees each run: step with whether a transaction is open there, and says whether
     one is open after it (by default the run changes nothing)."""
     for s in steps:
-        if isinstance(s, m.Begin):
-            open_tx = True
-        elif isinstance(s, m.End):
-            open_tx = s.how == "leave_open"
-        elif isinstance(s, m.Loop):
-            open_tx = ends_open(s.steps, open_tx, at_run)
-        elif isinstance(s, m.Branches):
-            after = [ends_open(alt, open_tx, at_run) for _, alt in s.alternatives]
-            open_tx = any(after) if after else open_tx
-        elif isinstance(s, m.Run) and at_run is not None:
-            open_tx = at_run(s, open_tx)
+        match s:
+            case m.Begin():
+                open_tx = True
+            case m.End():
+                open_tx = s.how == "leave_open"
+            case m.Loop():
+                open_tx = ends_open(s.steps, open_tx, at_run)
+            case m.Branches():
+                after = [ends_open(alt, open_tx, at_run) for _, alt in s.alternatives]
+                open_tx = any(after) if after else open_tx
+            case m.Run():
+                if at_run is not None:
+                    open_tx = at_run(s, open_tx)
+            case m.Take() | m.Call() | m.External() | m.Write() | m.Release():
+                pass
+            case _:
+                assert_never(s)
     return open_tx
