@@ -160,15 +160,7 @@ class Summaries(WalkBase):
                         stack.append((alt, 0))
                 case m.Run():
                     stack.append((self.model.paths[step.path].steps, 0))
-                case (
-                    m.Loop()
-                    | m.Call()
-                    | m.External()
-                    | m.Write()
-                    | m.Begin()
-                    | m.End()
-                    | m.Release()
-                ):
+                case m.Loop() | m.Leaf():
                     pass
                 case _:
                     assert_never(step)
@@ -204,15 +196,7 @@ class Summaries(WalkBase):
                         stack.append(step.steps)
                     case m.Branches():
                         stack.extend(alt for _, alt in step.alternatives)
-                    case (
-                        m.Take()
-                        | m.Call()
-                        | m.External()
-                        | m.Write()
-                        | m.Begin()
-                        | m.End()
-                        | m.Release()
-                    ):
+                    case m.Leaf():
                         pass
                     case _:
                         assert_never(step)
@@ -323,15 +307,7 @@ class Summaries(WalkBase):
                             if step.path not in seen:
                                 seen.add(step.path)
                                 stack.append(self.model.paths[step.path].steps)
-                        case (
-                            m.Take()
-                            | m.Call()
-                            | m.External()
-                            | m.Write()
-                            | m.Begin()
-                            | m.End()
-                            | m.Release()
-                        ):
+                        case m.Leaf():
                             pass
                         case _:
                             assert_never(step)

@@ -203,8 +203,8 @@ def acquisition_sequence(
                         out.append(f"{indent}{s.how}")
                 case m.Release():
                     out.append(f"{indent}release {lock(s.lock)}")
-                case m.Call() | m.External() | m.Write():
-                    pass  # no lock: not part of the order
+                case m.Leaf():
+                    pass  # a call, a call out or a write: no lock, not part of the order
                 case _:
                     assert_never(s)
         return out

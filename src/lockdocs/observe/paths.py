@@ -118,7 +118,7 @@ def _inserted(model: m.Model, steps: Iterable[m.Step], seen: set[str]) -> set[st
                 if step.path in model.paths and step.path not in seen:
                     seen.add(step.path)
                     out |= _inserted(model, model.paths[step.path].steps, seen)
-            case m.Call() | m.External() | m.Write() | m.Begin() | m.End() | m.Release():
+            case m.Leaf():
                 pass
             case _:
                 assert_never(step)

@@ -170,7 +170,7 @@ def _runs(steps: tuple[m.Step, ...]) -> list[m.Run]:
             case m.Branches():
                 for _, alt in s.alternatives:
                     out += _runs(alt)
-            case m.Take() | m.Call() | m.External() | m.Write() | m.Begin() | m.End() | m.Release():
+            case m.Leaf():
                 pass
             case _:
                 assert_never(s)

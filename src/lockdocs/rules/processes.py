@@ -67,15 +67,7 @@ def _takes_any(steps: tuple[m.Step, ...], locks: set[str]) -> bool:
                     stack.append(s.steps)
                 case m.Branches():
                     stack.extend(alt for _, alt in s.alternatives)
-                case (
-                    m.Run()
-                    | m.Call()
-                    | m.External()
-                    | m.Write()
-                    | m.Begin()
-                    | m.End()
-                    | m.Release()
-                ):
+                case m.Run() | m.Leaf():
                     pass
                 case _:
                     assert_never(s)

@@ -367,15 +367,7 @@ def taken_how(ctx: PageContext, path_id: str, lock_id: str) -> str:
                 case m.Run():
                     if s.path in model.paths and s.path not in seen:
                         visit(model.paths[s.path].steps, order, here, outer, seen | {s.path})
-                case (
-                    m.Take()
-                    | m.Call()
-                    | m.External()
-                    | m.Write()
-                    | m.Begin()
-                    | m.End()
-                    | m.Release()
-                ):
+                case m.Leaf():
                     pass  # another lock's take, a re-take, or a step that takes no lock
                 case _:
                     assert_never(s)

@@ -131,7 +131,7 @@ def ends_open(
             case m.Run():
                 if at_run is not None:
                     open_tx = at_run(s, open_tx)
-            case m.Take() | m.Call() | m.External() | m.Write() | m.Release():
+            case m.Leaf():
                 pass
             case _:
                 assert_never(s)
