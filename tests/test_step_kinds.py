@@ -115,7 +115,7 @@ def _pattern_kinds(p: ast.pattern) -> set[str]:
 
 
 def test_every_table_keyed_by_step_kind_holds_every_kind() -> None:
-    assert len(KINDS) == 10  # Take Loop Branches Run Call External Write Begin End Release
+    assert {"Take", "Loop", "Branches", "Release"} <= NAMES  # the union is read, not empty
     for name, table in TABLES.items():
         assert set(table) == KINDS, (name, NAMES ^ {k.__name__ for k in table})
         assert all(callable(h) for h in table.values()), name

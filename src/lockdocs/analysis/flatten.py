@@ -64,6 +64,7 @@ class Flattener(Takes):
         # ("seq", steps, index, frame) | ("join", states) | ("alt", states, name)
         # | ("alt_end", acc, outer branch) | ("branches_end", acc)
         stack: list[tuple[Any, ...]] = [("seq", steps, 0, Frame())]
+        step: m.Step  # (the stack's items are Any: typed here, so the match below is checked)
         while stack:
             item = stack.pop()
             tag = item[0]
