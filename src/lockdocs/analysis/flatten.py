@@ -128,15 +128,7 @@ class Flattener(Takes):
                             sites=frame.sites.add(f"{step.location.file}:{step.location.line}"),
                         )
                         stack.append(("seq", callee.steps, 0, inner))
-                    case (
-                        m.Take()
-                        | m.Call()
-                        | m.External()
-                        | m.Write()
-                        | m.Begin()
-                        | m.End()
-                        | m.Release()
-                    ):  # pragma: no cover
+                    case m.Leaf():  # pragma: no cover
                         raise AssertionError(f"a step that does not nest: {step!r}")
                     case _:
                         assert_never(step)

@@ -131,7 +131,7 @@ class StepLines:
                     open_tx = after
                 case m.Run():
                     open_tx = self.run_view(step, indent, marker, out, open_tx)
-                case m.Call() | m.External() | m.Write() | m.Begin() | m.End() | m.Release():
+                case m.Leaf():  # every other kind with no steps inside: simple() words it
                     before = len(out)
                     open_tx = self.simple(step, indent, marker, evs, in_loop, out, open_tx)
                     n += len(out) - before - 1
