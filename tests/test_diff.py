@@ -82,6 +82,25 @@ def _lock_mode_changed(d: dict[str, Any]) -> None:
     ]
 
 
+def _lock_text_changed(d: dict[str, Any]) -> None:
+    """A lock's text fields as declared are compared with no list of their own (a new field
+    shows as it is added), except the prose the diff leaves out (diff.compare.NOT_COMPARED)."""
+    from lockdocs import model as m
+    from lockdocs.diff.compare import NOT_COMPARED
+
+    assert d["locks"]["changed"] == [
+        {
+            "id": "account",
+            "changes": [
+                {"field": "row", "before": "", "after": "one account's balance row"},
+                {"field": "serializes", "before": "", "after": "postings to one account"},
+            ],
+        }
+    ]
+    assert "notes" in NOT_COMPARED and set(m.as_declared(m.Lock)) >= NOT_COMPARED
+    assert d["summary"] == "1 lock changed"
+
+
 def _edge_new_cycle(d: dict[str, Any]) -> None:
     assert ("budget", "account") in _edges(d["edges"]["added"])
     assert ("account", "budget") in _edges(d["edges"]["added"])
@@ -163,6 +182,7 @@ EXPECT: dict[str, Callable[[dict[str, Any]], None]] = {
     "lock-removed": _lock_removed,
     "lock-renamed": _lock_renamed,
     "lock-mode-changed": _lock_mode_changed,
+    "lock-text-changed": _lock_text_changed,
     "edge-new-cycle": _edge_new_cycle,
     "path-reordered": _path_reordered,
     "exception-added": _exception_added,

@@ -56,9 +56,15 @@ def _renames(base: m.Model, head: m.Model) -> dict[str, tuple[str, str]]:
     return out
 
 
+# A lock's text fields as declared (model.locks.AS_DECLARED) are compared without a list of
+# their own, so a new one shows in the diff as it is added; these are left out: prose a reviewer
+# reads in the YAML's own diff, too long for a row of the comment.
+NOT_COMPARED = frozenset({"notes"})
+
+
 def _lock_facts(lock: m.Lock) -> dict[str, str]:
     takers = [f"{t.name} ({t.mode})" if t.mode else t.name for t in lock.takers]
-    return {
+    facts = {
         "title": lock.title,
         "kind": lock.kind,
         "scope": lock.scope,
@@ -67,6 +73,13 @@ def _lock_facts(lock: m.Lock) -> dict[str, str]:
         "modes": ", ".join(lock.mode_names),
         "takers": ", ".join(takers),
     }
+    for name in _DECLARED:
+        if name not in facts and name not in NOT_COMPARED:
+            facts[name] = getattr(lock, name) or ""
+    return facts
+
+
+_DECLARED = m.as_declared(m.Lock)
 
 
 def _lock_brief(lock: m.Lock) -> dict[str, Any]:
