@@ -185,6 +185,16 @@ paths:
 """
 
 
+def test_every_text_field_of_a_lock_is_hostile_in_the_fixture() -> None:
+    """A new text field (model.locks.AS_DECLARED) is shown on the page as it is written: this
+    page must carry the hostile string in it, or its escaping goes untested."""
+    from lockdocs import model as m
+
+    locks = yaml.safe_load(LOCKS)["locks"]
+    hostile = {k for lock in locks.values() for k, v in lock.items() if v == EVIL}
+    assert set(m.as_declared(m.Lock)) <= hostile
+
+
 @pytest.fixture(scope="module")
 def evil_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = write_project(
