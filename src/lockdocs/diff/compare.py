@@ -60,6 +60,7 @@ def _renames(base: m.Model, head: m.Model) -> dict[str, tuple[str, str]]:
 # their own, so a new one shows in the diff as it is added; these are left out: prose a reviewer
 # reads in the YAML's own diff, too long for a row of the comment.
 NOT_COMPARED = frozenset({"notes"})
+_DECLARED = m.as_declared(m.Lock)
 
 
 def _lock_facts(lock: m.Lock) -> dict[str, str]:
@@ -77,9 +78,6 @@ def _lock_facts(lock: m.Lock) -> dict[str, str]:
         if name not in facts and name not in NOT_COMPARED:
             facts[name] = getattr(lock, name) or ""
     return facts
-
-
-_DECLARED = m.as_declared(m.Lock)
 
 
 def _lock_brief(lock: m.Lock) -> dict[str, Any]:
