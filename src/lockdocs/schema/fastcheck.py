@@ -65,6 +65,89 @@ def _equal(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b if isinstance(a, bool) or isinstance(b, bool) else a == b
 
 
+_SHAPE_KEYWORDS = (
+    "minLength",
+    "pattern",
+    "minimum",
+    "maximum",
+    "minItems",
+    "items",
+    "minProperties",
+    "maxProperties",
+    "required",
+    "propertyNames",
+    "properties",
+    "additionalProperties",
+)
+
+
+def _nothing(inst: Any) -> bool:
+    return False
+
+
+def _all(checks: list[Callable[[Any], bool]]) -> Callable[[Any], bool]:
+    if not checks:
+        return lambda inst: True
+    if len(checks) == 1:
+        return checks[0]
+    if len(checks) == 2:
+        first, second = checks
+        return lambda inst: first(inst) and second(inst)
+
+    def every(inst: Any) -> bool:
+        for check in checks:  # noqa: SIM110 - no generator per value: this runs per value
+            if not check(inst):
+                return False
+        return True
+
+    return every
+
+
+def _enum(values: list[Any]) -> Callable[[Any], bool]:
+    if all(isinstance(v, str) for v in values):
+        words = frozenset(values)  # only a string equals a string: no bool to tell from 1
+        return lambda inst: isinstance(inst, str) and inst in words
+    return lambda inst: any(_equal(inst, v) for v in values)
+
+
+def _string(min_length: int | None, pattern: re.Pattern[str] | None) -> Callable[[Any], bool]:
+    if min_length is None and pattern is None:
+        return lambda inst: isinstance(inst, str)
+
+    def text(inst: Any) -> bool:
+        if not isinstance(inst, str):
+            return False
+        if min_length is not None and len(inst) < min_length:
+            return False
+        return pattern is None or pattern.search(inst) is not None
+
+    return text
+
+
+def _number(integer: bool, minimum: Any, maximum: Any) -> Callable[[Any], bool]:
+    kinds: Any = int if integer else int | float
+
+    def number(inst: Any) -> bool:
+        if not isinstance(inst, kinds) or isinstance(inst, bool):
+            return False
+        return (minimum is None or inst >= minimum) and (maximum is None or inst <= maximum)
+
+    return number
+
+
+def _array(min_items: int, each: Callable[[Any], bool] | None) -> Callable[[Any], bool]:
+    def array(inst: Any) -> bool:
+        if not isinstance(inst, list) or len(inst) < min_items:
+            return False
+        if each is not None:
+            for item in inst:
+                if not each(item):
+                    return False
+        return True
+
+    return array
+
+
 class Validator:
     def __init__(self, schema: dict[str, Any]) -> None:
         self.root = schema
@@ -77,21 +160,21 @@ class Validator:
         return self._compile(self.root)(instance)
 
     def _compile(self, schema: dict[str, Any]) -> Callable[[Any], bool]:
-        """The yes/no check of one subschema as a closure over just the keywords it has, made
-        once per subschema (walking the schema's dicts for every value of a large project was
-        a fifth of its check). `_check` below says why a document fails."""
+        """The yes/no check of one subschema as one closure over just the keywords it has,
+        made once per subschema: walking the schema's dicts for every value of a large
+        project was a fifth of its check, and a chain of generic closures per value (a type
+        test, then a test for every kind of value) most of what was left. `_check` below
+        says why a document fails."""
         found = self._compiled.get(id(schema))
         if found is not None:
             return found
+        made: list[Callable[[Any], bool]] = []
+
+        def later(inst: Any) -> bool:  # a $ref back to a schema still being compiled
+            return made[0](inst)
+
+        self._compiled[id(schema)] = later
         checks: list[Callable[[Any], bool]] = []
-
-        def ok(inst: Any) -> bool:
-            for check in checks:  # noqa: SIM110 - no generator per value: this runs per value
-                if not check(inst):
-                    return False
-            return True
-
-        self._compiled[id(schema)] = ok  # first: a $ref may lead back here
         ref = schema.get("$ref")
         if ref is not None:
             checks.append(self._compile(self.defs[ref[8:]]))
@@ -99,35 +182,76 @@ class Validator:
             const = schema["const"]
             checks.append(lambda inst: _equal(inst, const))
         if "enum" in schema:
-            values = schema["enum"]
-            checks.append(lambda inst: any(_equal(inst, v) for v in values))
-        t = schema.get("type")
-        if t is not None:
-            checks.append(lambda inst: _is_type(inst, t))
+            checks.append(_enum(schema["enum"]))
         one_of = schema.get("oneOf")
         if one_of is not None:
-            branches = [self._compile(sub) for sub in one_of]
+            checks.append(self._one_of(schema, [self._compile(sub) for sub in one_of]))
+        shape = self._shape(schema)
+        if shape is not None:
+            checks.append(shape)
+        fn = _all(checks)
+        made.append(fn)
+        self._compiled[id(schema)] = fn
+        return fn
 
-            def one(inst: Any) -> bool:
-                branch = self._discriminate(inst, schema)
-                if branch is not None:
-                    return branches[branch](inst)
-                return sum(1 for b in branches if b(inst)) == 1
+    def _one_of(
+        self, schema: dict[str, Any], branches: list[Callable[[Any], bool]]
+    ) -> Callable[[Any], bool]:
+        def one(inst: Any) -> bool:
+            branch = self._discriminate(inst, schema)
+            if branch is not None:
+                return branches[branch](inst)
+            return sum(1 for b in branches if b(inst)) == 1
 
-            checks.append(one)
-        checks.append(self._shape(schema))
-        return ok
+        return one
 
-    def _shape(self, schema: dict[str, Any]) -> Callable[[Any], bool]:
-        """The checks that depend on the value's kind (a string's length and pattern, a
-        number's minimum, a list's items, a mapping's keys and values)."""
-        min_length = schema.get("minLength")
-        pattern = _pattern(schema["pattern"]) if "pattern" in schema else None
-        minimum = schema.get("minimum")
-        maximum = schema.get("maximum")
-        min_items = schema.get("minItems", 0)
+    def _shape(self, schema: dict[str, Any]) -> Callable[[Any], bool] | None:
+        """The type and the checks that depend on the kind of value (a string's length and
+        pattern, a number's bounds, a list's items, a mapping's keys and values) as one
+        closure for the declared type; None when the schema constrains neither."""
+        t = schema.get("type")
+        text = _string(
+            schema.get("minLength"), _pattern(schema["pattern"]) if "pattern" in schema else None
+        )
+        number = _number(t == "integer", schema.get("minimum"), schema.get("maximum"))
         items = schema.get("items")
-        each = self._compile(items) if isinstance(items, dict) else None
+        array = _array(
+            schema.get("minItems", 0), self._compile(items) if isinstance(items, dict) else None
+        )
+        mapping = self._mapping(schema)
+        typed: dict[str, Callable[[Any], bool]] = {
+            "string": text,
+            "integer": number,
+            "number": number,
+            "array": array,
+            "object": mapping,
+            "boolean": lambda inst: inst.__class__ is bool,
+            "null": lambda inst: inst is None,
+        }
+        if t is not None:
+            # a type this subset does not know matches nothing, as in _is_type
+            chosen: Callable[[Any], bool] = typed.get(str(t), _nothing)
+            return chosen
+        if not any(k in schema for k in _SHAPE_KEYWORDS):
+            return None
+
+        # No type: each kind of value meets the keywords for its kind (JSON Schema's meaning).
+        def shape(inst: Any) -> bool:
+            if isinstance(inst, str):
+                return text(inst)
+            if isinstance(inst, bool):
+                return True
+            if isinstance(inst, int | float):
+                return number(inst)
+            if isinstance(inst, list):
+                return array(inst)
+            if isinstance(inst, dict):
+                return mapping(inst)
+            return True
+
+        return shape
+
+    def _mapping(self, schema: dict[str, Any]) -> Callable[[Any], bool]:
         min_props = schema.get("minProperties", 0)
         max_props = schema.get("maxProperties")
         required = tuple(schema.get("required", ()))
@@ -137,39 +261,31 @@ class Validator:
         extra = schema.get("additionalProperties", True)
         extra_ok = self._compile(extra) if isinstance(extra, dict) else None
         closed = extra is False
+        get = props.get
 
-        def shape(inst: Any) -> bool:
-            if isinstance(inst, str):
-                if min_length is not None and len(inst) < min_length:
+        def mapping(inst: Any) -> bool:
+            if not isinstance(inst, dict):
+                return False
+            n = len(inst)
+            if n < min_props or (max_props is not None and n > max_props):
+                return False
+            for k in required:
+                if k not in inst:
                     return False
-                return pattern is None or pattern.search(inst) is not None
-            if isinstance(inst, bool):
-                return True
-            if isinstance(inst, int | float):
-                return (minimum is None or inst >= minimum) and (maximum is None or inst <= maximum)
-            if isinstance(inst, list):
-                if len(inst) < min_items:
-                    return False
-                return each is None or all(each(i) for i in inst)
-            if isinstance(inst, dict):
-                n = len(inst)
-                if n < min_props or (max_props is not None and n > max_props):
-                    return False
-                for k in required:
-                    if k not in inst:
+            if name_ok is not None:
+                for k in inst:
+                    if not name_ok(k):
                         return False
-                if name_ok is not None and not all(name_ok(k) for k in inst):
-                    return False
-                for k, v in inst.items():
-                    sub = props.get(k)
-                    if sub is not None:
-                        if not sub(v):
-                            return False
-                    elif closed or (extra_ok is not None and not extra_ok(v)):
+            for k, v in inst.items():
+                sub = get(k)
+                if sub is not None:
+                    if not sub(v):
                         return False
+                elif closed or (extra_ok is not None and not extra_ok(v)):
+                    return False
             return True
 
-        return shape
+        return mapping
 
     def _discriminate(self, inst: Any, schema: dict[str, Any]) -> int | None:
         """The one oneOf branch a mapping can match, by its required keys, if exactly one."""
