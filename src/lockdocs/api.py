@@ -84,18 +84,17 @@ def analyse_all(
     return sort_diagnostics(diags + found), coverage
 
 
-def check(root: Path, *, drift: bool = True, svg: bool = True) -> CheckResult:
-    """Load, analyse and (with `drift`) compare the committed docs; `svg` False compares only
-    the Markdown and the DOT (a project built with --no-svg). The findings are remembered
-    with every input read (`checkcache`): `commands.check` answers the next check from them
-    while those inputs stay as they are."""
-    model, diags = load(root)
-    if model is None:
-        checkcache.remember(
-            root, diags, bad_input=True, output_problems=[], files=(), coverage=None, rules_url=None
-        )
-        return CheckResult(diags, None, bad_input=True)
-    found, coverage = analyse_all(model)
+def _remember(
+    root: Path,
+    model: m.Model,
+    diags: list[Diagnostic],
+    found: list[Diagnostic],
+    coverage: Coverage | None,
+) -> tuple[bool, list[Diagnostic], list[Diagnostic]]:
+    """What a check concludes from a model and its findings (bad declarations, the findings
+    it reports, the bad outputs), remembered with every input read (`checkcache`). A build
+    computes the same findings, so it remembers them too: the check a hook runs after
+    `lockdocs build` is then answered without loading the declarations again."""
     from lockdocs.render.targets import output_diagnostics
 
     # A page.output outside docs/ is bad input for a check with drift, not drift.
@@ -115,6 +114,22 @@ def check(root: Path, *, drift: bool = True, svg: bool = True) -> CheckResult:
         coverage=None if coverage is None or bad_declarations else coverage.to_json(),
         rules_url=model.rules_url,
     )
+    return bad_declarations, findings, bad
+
+
+def check(root: Path, *, drift: bool = True, svg: bool = True) -> CheckResult:
+    """Load, analyse and (with `drift`) compare the committed docs; `svg` False compares only
+    the Markdown and the DOT (a project built with --no-svg). The findings are remembered
+    with every input read (`checkcache`): `commands.check` answers the next check from them
+    while those inputs stay as they are."""
+    model, diags = load(root)
+    if model is None:
+        checkcache.remember(
+            root, diags, bad_input=True, output_problems=[], files=(), coverage=None, rules_url=None
+        )
+        return CheckResult(diags, None, bad_input=True)
+    found, coverage = analyse_all(model)
+    bad_declarations, findings, bad = _remember(root, model, diags, found, coverage)
     if bad_declarations:
         return CheckResult(found, model, bad_input=True)
     result = CheckResult(findings, model, coverage=coverage)
@@ -198,7 +213,7 @@ def _build(
         from lockdocs.config import dot_timeout as configured
 
         dot_timeout = configured(root)
-    return write_docs(
+    written = write_docs(
         root,
         model,
         sort_diagnostics(diags + found),
@@ -209,3 +224,6 @@ def _build(
         dot_timeout=dot_timeout,
         progress=progress,
     )
+    if written == 0:
+        _remember(root, model, diags, found, coverage)
+    return written

@@ -1,6 +1,7 @@
 """The check's result cache: a check remembers, outside the project, what it found and every
 input it read; the next check whose inputs are all unchanged prints that result without
-reading YAML, analysing or scanning.
+reading YAML, analysing or scanning. `lockdocs build` computes the same findings and
+remembers them too, so the check a pre-commit hook runs after a build is answered this way.
 
 What a run read is recorded as it reads it (`inputs.py`): the sha256 of each declaration file,
 of pyproject.toml and of each file `code:` matched, and the tree of each folder it walked (the
