@@ -139,6 +139,8 @@ class Search:
                     self.complete = False
             self.succ[i] = found
         self._claims: dict[int, frozenset[tuple[str, str]]] = {}
+        self._excludes: dict[int, frozenset[tuple[str, str]]] = {}
+        self._claimed_modes: dict[str, set[str]] | None = None
         # What each hop says about the order of its two instances (Edge.dims); None for a hop
         # that wants the very instance it stands on (an upgrade, a row's queue), which moves on
         # no dimension and so is no obstacle on any.
@@ -273,18 +275,34 @@ class Search:
             self._claims[j] = found
         return found
 
-    def _against(self, claims: frozenset[tuple[str, str]], j: int) -> set[tuple[str, str]]:
+    def _against(self, claims: frozenset[tuple[str, str]], j: int) -> frozenset[tuple[str, str]]:
         """The claims that hop j cannot coexist with: a gate held in a conflicting mode, or
-        itself already on the walk."""
-        out: set[tuple[str, str]] = set()
-        mine = self.guards[j]
-        if ("#", str(j)) in claims:
-            out.add(("#", str(j)))
-        if mine:
-            for lock, mode in claims:
-                if lock in mine and lock != "#" and conflicts(self.kinds[lock], mine[lock], mode):
-                    out.add((lock, mode))
-        return out
+        itself already on the walk. One set intersection with what j excludes (`_excluded`):
+        this runs for every arc a search follows."""
+        return claims & self._excluded(j)
+
+    def _excluded(self, j: int) -> frozenset[tuple[str, str]]:
+        """Every claim that hop j cannot coexist with: itself, and each (gate, mode) that some
+        hop may claim (a mode of that gate in any hop's guards) in conflict with j's mode."""
+        found = self._excludes.get(j)
+        if found is None:
+            if self._claimed_modes is None:
+                self._claimed_modes = {}
+                for g in self.guards:
+                    for lock, mode in g.items():
+                        self._claimed_modes.setdefault(lock, set()).add(mode)
+            claimed = self._claimed_modes
+            found = frozenset(
+                [("#", str(j))]
+                + [
+                    (lock, other)
+                    for lock, mode in self.guards[j].items()
+                    for other in claimed.get(lock, ())
+                    if conflicts(self.kinds[lock], mode, other)
+                ]
+            )
+            self._excludes[j] = found
+        return found
 
     def valid(self, chain: list[int]) -> bool:
         if any(self.gated(a, b) for x, a in enumerate(chain) for b in chain[x + 1 :]):
