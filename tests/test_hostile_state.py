@@ -54,7 +54,7 @@ def test_an_edit_during_a_run_is_not_recorded_as_clean(
     cache = tmp_path / "cache"
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
     monkeypatch.delenv("LOCKDOCS_CACHE", raising=False)
-    render, vouch = pages_mod.render_outputs, current_mod.vouch
+    render, vouch = pages_mod.page_files, current_mod.vouch
 
     def render_then_edit(*args: object, **kwargs: object) -> dict[str, str]:
         files = render(*args, **kwargs)  # type: ignore[arg-type]
@@ -66,7 +66,8 @@ def test_an_edit_during_a_run_is_not_recorded_as_clean(
         _edit(built)
         return vouched
 
-    monkeypatch.setattr(pages_mod, "render_outputs", render_then_edit)
+    monkeypatch.setattr(pages_mod, "page_files", render_then_edit)  # its templates: a build
+    # draws the diagrams meanwhile
     monkeypatch.setattr(current_mod, "vouch", vouch_then_edit)
     if command == "check":
         from lockdocs.api import check

@@ -5,6 +5,7 @@ written. Loaded only when a page is rendered: a check whose docs the manifest vo
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
@@ -17,7 +18,7 @@ from lockdocs.render.edges import cycle_pairs
 from lockdocs.render.manifest import svg_path
 from lockdocs.render.markdown import TemplateProblem, render_page
 from lockdocs.render.stamps import dot_hash, svg_stamp
-from lockdocs.render.svg import DOT_TIMEOUT, render_svgs
+from lockdocs.render.svg import DOT_TIMEOUT, Drawing, start
 from lockdocs.render.targets import (
     Confinement,
     RenderError,
@@ -25,11 +26,64 @@ from lockdocs.render.targets import (
     page_location,
     read_or_none,
 )
-from lockdocs.render.view import build_page
+from lockdocs.render.view import PageView, build_page
 
 if TYPE_CHECKING:
     from lockdocs.progress import Progress
     from lockdocs.scan.decls import Coverage
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What a page needs before its templates run: the view and every DOT diagram (so the
+    diagrams can be drawn while the templates render)."""
+
+    page_path: str
+    view: PageView
+    dots: dict[str, str]
+
+
+def prepare(model: m.Model, diagnostics: list[Diagnostic]) -> Prepared:
+    """The page's view and its DOT files ({posix path relative to the root: DOT}).
+
+    Raises RenderError for a page.output outside docs/ or claims of the page that disagree
+    (LD606)."""
+    bad = output_diagnostics(model)
+    if bad:
+        raise RenderError(bad)
+    page_path, stem = page_location(model)
+    diagnostics = sort_diagnostics(list(diagnostics))
+    view = build_page(model, diagnostics, stem)
+    if view.contradictions:
+        raise RenderError(sort_diagnostics(list(view.contradictions)))
+    cycles = cycle_pairs(diagnostics)
+    folder = str(PurePosixPath(stem).parent)
+    dots = {f"{stem}/legend.dot": legend_dot(model, any(cycles))}
+    for part in view.order.components:
+        if part.diagram_dot:
+            dots[str(PurePosixPath(folder) / part.diagram_dot)] = lock_order_dot(
+                model,
+                part.name,
+                view.edge_pairs,
+                tuple(view.order.layer_ids[i] for i in part.diagram_parts),
+                view.order.two_way_ids,
+                cycles,
+            )
+    for group in view.groups:
+        for path in group.paths:
+            rel = str(PurePosixPath(folder) / path.diagram_dot)
+            dots[rel] = path_dot(model, model.paths[path.id], path.held_marks)
+    return Prepared(page_path, view, dots)
+
+
+def page_files(model: m.Model, prepared: Prepared, coverage: Coverage | None) -> dict[str, str]:
+    """The page's Markdown and its DOT files, sorted by path. Raises RenderError for a broken
+    project template."""
+    try:
+        markdown = render_page(Path(model.root), prepared.view, coverage_view(model, coverage))
+    except TemplateProblem as exc:
+        raise RenderError([exc.diagnostic]) from None
+    return dict(sorted({prepared.page_path: markdown, **prepared.dots}.items()))
 
 
 def render_outputs(
@@ -41,63 +95,55 @@ def render_outputs(
     Raises RenderError for a page.output outside docs/, a broken project template, or claims of
     the page that disagree (LD606).
     """
-    bad = output_diagnostics(model)
-    if bad:
-        raise RenderError(bad)
-    page_path, stem = page_location(model)
-    diagnostics = sort_diagnostics(list(diagnostics))
-    view = build_page(model, diagnostics, stem)
-    if view.contradictions:
-        raise RenderError(sort_diagnostics(list(view.contradictions)))
-    try:
-        markdown = render_page(Path(model.root), view, coverage_view(model, coverage))
-    except TemplateProblem as exc:
-        raise RenderError([exc.diagnostic]) from None
-    cycles = cycle_pairs(diagnostics)
-    folder = str(PurePosixPath(stem).parent)
-    files = {page_path: markdown, f"{stem}/legend.dot": legend_dot(model, any(cycles))}
-    for part in view.order.components:
-        if part.diagram_dot:
-            files[str(PurePosixPath(folder) / part.diagram_dot)] = lock_order_dot(
-                model,
-                part.name,
-                view.edge_pairs,
-                tuple(view.order.layer_ids[i] for i in part.diagram_parts),
-                view.order.two_way_ids,
-                cycles,
-            )
-    for group in view.groups:
-        for path in group.paths:
-            rel = str(PurePosixPath(folder) / path.diagram_dot)
-            files[rel] = path_dot(model, model.paths[path.id], path.held_marks)
-    return dict(sorted(files.items()))
+    return page_files(model, prepare(model, diagnostics), coverage)
 
 
-def draw_svgs(
+class Svgs:
+    """The SVG of every DOT (`start_svgs`): the ones on disk whose stamps match, and the
+    drawing of the others, under way."""
+
+    def __init__(self, kept: dict[str, str], drawing: Drawing | None) -> None:
+        self.kept = kept
+        self.drawing = drawing
+
+    def result(self) -> dict[str, str]:
+        """{svg path: SVG} for every DOT; raises GraphvizError."""
+        out = dict(self.kept)
+        if self.drawing is not None:
+            drawn = self.drawing.result()
+            out.update({svg_path(rel): svg_text for rel, svg_text in drawn.items()})
+        return out
+
+    def cancel(self) -> None:
+        if self.drawing is not None:
+            self.drawing.cancel()
+
+
+def start_svgs(
     root: Path,
-    files: dict[str, str],
+    dots: dict[str, str],
     *,
     timeout: float | None = None,
     progress: Progress | None = None,
-) -> dict[str, str]:
-    """An SVG for every DOT: the one on disk when its stamp says it was drawn from this very
-    DOT (the cache: a diagram whose DOT is unchanged is never drawn again), else drawn now,
-    many to a `dot` process and one process per core (`svg.render_svgs`)."""
-    out: dict[str, str] = {}
+) -> Svgs:
+    """Start on an SVG for every DOT: the one on disk when its stamp says it was drawn from
+    this very DOT (the cache: a diagram whose DOT is unchanged is never drawn again), else
+    drawn in the background, many to a `dot` process and one process per core
+    (`svg.start`). Raises GraphvizError when there is no `dot` to draw with."""
+    kept: dict[str, str] = {}
     todo: dict[str, str] = {}
     confined = Confinement(root)
-    for rel in (r for r in files if r.endswith(".dot")):
+    for rel, text in dots.items():
         old = read_or_none(root / svg_path(rel)) if confined(svg_path(rel)) else None
-        if old is not None and svg_stamp(old) == dot_hash(files[rel]):
-            out[svg_path(rel)] = old
+        if old is not None and svg_stamp(old) == dot_hash(text):
+            kept[svg_path(rel)] = old
         else:
-            todo[rel] = files[rel]
-    if todo:
+            todo[rel] = text
+    if not todo:
+        return Svgs(kept, None)
 
-        def shown(done: int, total: int) -> None:
-            if progress is not None:
-                progress.count("drawing diagrams", done, total)
+    def shown(done: int, total: int) -> None:
+        if progress is not None:
+            progress.count("drawing diagrams", done, total)
 
-        drawn = render_svgs(todo, timeout=timeout or DOT_TIMEOUT, progress=shown)
-        out.update({svg_path(rel): svg_text for rel, svg_text in drawn.items()})
-    return out
+    return Svgs(kept, start(todo, timeout=timeout or DOT_TIMEOUT, progress=shown))

@@ -93,17 +93,31 @@ def write_docs(
     err = err or sys.stderr
     if progress is not None:
         progress.say("lockdocs: rendering the page")
+    svgs: pages.Svgs | None = None
     try:
-        files = pages.render_outputs(model, diagnostics, coverage)
+        prepared = pages.prepare(model, diagnostics)
+        # The diagrams are drawn in the background while the templates render; a template
+        # problem is still what the build reports first, as when it drew only afterwards.
+        missing: GraphvizError | None = None
+        if svg:
+            try:
+                svgs = pages.start_svgs(root, prepared.dots, timeout=dot_timeout, progress=progress)
+            except GraphvizError as exc:
+                missing = exc
+        files = pages.page_files(model, prepared, coverage)
+        if missing is not None:
+            raise missing
+        if svgs is not None:
+            files.update(svgs.result())
     except RenderError as exc:
         err.write(REPORTERS["text"](exc.diagnostics, "cannot render the docs; nothing written"))
         return 2
-    try:
-        if svg:
-            files.update(pages.draw_svgs(root, files, timeout=dot_timeout, progress=progress))
     except GraphvizError as exc:
         err.write(f"lockdocs: {exc}; nothing written\n")
         return 2 if exc.usage else 3
+    finally:
+        if svgs is not None:
+            svgs.cancel()
     refused = docs_problem(root)
     if refused is not None:
         return refuse(err, refused)
