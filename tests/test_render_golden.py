@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from lockdocs.api import analyse, load
+from lockdocs.api import analyse, analysis, load
 from lockdocs.diagnostics import sort_diagnostics
-from lockdocs.render.pages import render_outputs
+from lockdocs.render.edges import EdgeSet
+from lockdocs.render.pages import page_files, prepare, render_outputs
 
 FIXTURE = Path(__file__).parent / "fixtures" / "render_project"
 GOLDEN = Path(__file__).parent / "golden" / "render_project"
@@ -44,6 +45,30 @@ def test_page_and_dot_match_the_golden_files(update_golden: bool) -> None:
     assert sorted(outputs) == sorted(golden), "files added or removed; run with --update-golden"
     for rel, content in outputs.items():
         assert content == golden[rel], f"{rel} differs; run with --update-golden and review"
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("spent", [False, True], ids=["reused", "budget-spent"])
+@pytest.mark.parametrize(
+    "root", [FIXTURE, REPO, REPO / "examples" / "dstack"], ids=["fixture", "flagship", "dstack"]
+)
+def test_the_builds_page_with_the_analysis_graph_is_the_same_page(root: Path, spent: bool) -> None:
+    """`lockdocs build` hands the page the analysis's facts (its flattened paths and lock-order
+    graphs) instead of building them again: the files must be the very ones rendered without.
+    An analysis whose budget ran out is not reused (its walks stop where its checks left off):
+    the page then builds its own, and is the same page too."""
+    model, diags = load(root)
+    assert model is not None, diags
+    done = analysis(model)
+    if spent:
+        done.facts.budget.spend(model.limits.analysis_work + 1)
+        assert done.facts.budget.out == "work"
+    found = sort_diagnostics(diags + done.findings)
+    assert (EdgeSet(model, done.facts).ctx is done.facts) is not spent  # reused, or not
+    prepared = prepare(model, found, done.facts)
+    assert page_files(model, prepared, done.coverage) == render_outputs(model, found, done.coverage)
 
 
 def test_outputs_do_not_depend_on_where_the_project_is(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, NamedTuple, TextIO
 
 from lockdocs import checkcache, colour
 from lockdocs import model as m
@@ -15,6 +15,7 @@ from lockdocs.report import REPORTERS
 
 if TYPE_CHECKING:
     from lockdocs.progress import Progress
+    from lockdocs.rules.context import CheckContext
     from lockdocs.scan.decls import Coverage
 
 
@@ -53,6 +54,20 @@ def analyse_all(
 ) -> tuple[list[Diagnostic], Coverage | None]:
     """`analyse`, and the comparison with the SQL of `code:` when it is set (then also its
     coverage); without `code:` the scanner is not even imported."""
+    done = analysis(model, blame=blame)
+    return done.findings, done.coverage
+
+
+class Analysis(NamedTuple):
+    findings: list[Diagnostic]
+    coverage: Coverage | None
+    # What the checks computed (the flattened paths, the lock-order graphs): the page's
+    # lock-order edges are the same graph, so a build hands it on instead of redoing it.
+    facts: CheckContext
+
+
+def analysis(model: m.Model, *, blame: frozenset[str] = frozenset()) -> Analysis:
+    """`analyse_all`, with the facts the checks computed."""
     # The lazy boundary of the analysis: the checks and the settings that tune them.
     from lockdocs.config import apply_overrides, check_options, severity_overrides
     from lockdocs.rules.catalog import load_all
@@ -64,12 +79,12 @@ def analyse_all(
     overrides, diags = severity_overrides(Path(model.root), model.checks)
     options, bad_options = check_options(Path(model.root), model.check_options)
     if bad_options:
-        return sort_diagnostics(diags + bad_options), None
+        return Analysis(sort_diagnostics(diags + bad_options), None, ctx)
     found: list[Diagnostic] = []
     if ctx.refused:
         # A path too large to analyse: the analysis stopped (LD209, bad input); the other
         # checks would only read a part of the paths, and at the cost the limit guards against.
-        return sort_diagnostics(diags + registry["LD209"].run(ctx)), None
+        return Analysis(sort_diagnostics(diags + registry["LD209"].run(ctx)), None, ctx)
     for info in registry.values():
         if overrides.get(info.code) != "off":
             found.extend(info.run(ctx, options.get(info.code)))
@@ -81,7 +96,7 @@ def analyse_all(
         found.extend(d for d in code_found if overrides.get(d.code) != "off")
     found = apply_overrides(found, overrides)
     found = apply_waivers(model, found, overrides)
-    return sort_diagnostics(diags + found), coverage
+    return Analysis(sort_diagnostics(diags + found), coverage, ctx)
 
 
 def _remember(
@@ -203,7 +218,7 @@ def _build(
             err, REPORTERS["text"](diags, "the declarations are not valid; nothing written")
         )
         return 2
-    found, coverage = analyse_all(model)
+    found, coverage, facts = analysis(model)
     if any(d.code.startswith("LD0") and d.severity is Severity.ERROR for d in found):
         colour.write(
             err, REPORTERS["text"](found, "the declarations are not valid; nothing written")
@@ -223,6 +238,7 @@ def _build(
         coverage=coverage,
         dot_timeout=dot_timeout,
         progress=progress,
+        facts=facts,
     )
     if written == 0:
         _remember(root, model, diags, found, coverage)

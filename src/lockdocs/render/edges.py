@@ -9,13 +9,16 @@ the check reasons about.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from lockdocs import model as m
 from lockdocs.analysis.facts import Facts
 from lockdocs.analysis.gates import gate
-from lockdocs.analysis.graph import build_graph
+from lockdocs.analysis.graph import LockGraph, build_graph
 from lockdocs.diagnostics import Diagnostic
+
+if TYPE_CHECKING:
+    from lockdocs.rules.context import CheckContext
 
 
 @dataclass(frozen=True)
@@ -47,19 +50,18 @@ COMPARISONS_PER_UNIT = 10
 class EdgeSet:
     """The graph once per render: the raw edges with their witnesses, and the pairs."""
 
-    def __init__(self, model: m.Model) -> None:
+    def __init__(self, model: m.Model, analysis: CheckContext | None = None) -> None:
         self.model = model
         # The checker's own graph (and its gates, for the ones the page explains), so
         # the page draws the graph the check reasons about. One graph per backend, as the
         # check builds them: a step for one backend never runs in the same transaction as a
         # step for another.
-        self.ctx = Facts(model)
-        raw: list[_Raw] = []
-        for backend in self.ctx.backends:
-            for e in build_graph(self.ctx, backend).edges:
-                raw.append(
-                    _Raw(e.src, e.dst, e.path, e.held_mode, e.wanted_mode, bool(e.ordered), e)
-                )
+        raw = _reused(model, analysis)
+        self.ctx: Facts = analysis if raw is not None and analysis is not None else Facts(model)
+        if raw is None:
+            raw = []
+            for backend in self.ctx.backends:
+                raw.extend(_raw(build_graph(self.ctx, backend)))
         self.raw = raw
         self.pairs = _pairs(model, raw)
         # What is left of the page's bound on comparing the two ways of a pair (render/view/
@@ -96,6 +98,26 @@ class EdgeSet:
         mode_a = next(g.mode for g in a.witness.guards if g.lock == lock)
         mode_b = next(g.mode for g in b.witness.guards if g.lock == lock)
         return lock, mode_a, mode_b
+
+
+def _raw(graph: LockGraph) -> list[_Raw]:
+    return [
+        _Raw(e.src, e.dst, e.path, e.held_mode, e.wanted_mode, bool(e.ordered), e)
+        for e in graph.edges
+    ]
+
+
+def _reused(model: m.Model, analysis: CheckContext | None) -> list[_Raw] | None:
+    """The raw edges of the analysis's own graphs (the build's: flattening every path and
+    building the graph again was a fifth of the page's time), or None when they may differ
+    from the graph a fresh walk builds: another model, or an analysis whose budget ran out
+    (its walks then stop where its checks left off, not where a fresh budget would)."""
+    if analysis is None or analysis.model is not model or analysis.budget.out is not None:
+        return None
+    raw: list[_Raw] = []
+    for backend in analysis.backends:
+        raw.extend(_raw(analysis.graph(backend)))
+    return None if analysis.budget.out is not None else raw
 
 
 def _pairs(model: m.Model, raw: list[_Raw]) -> list[PairEdge]:

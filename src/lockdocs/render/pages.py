@@ -30,6 +30,7 @@ from lockdocs.render.view import PageView, build_page
 
 if TYPE_CHECKING:
     from lockdocs.progress import Progress
+    from lockdocs.rules.context import CheckContext
     from lockdocs.scan.decls import Coverage
 
 
@@ -43,8 +44,11 @@ class Prepared:
     dots: dict[str, str]
 
 
-def prepare(model: m.Model, diagnostics: list[Diagnostic]) -> Prepared:
-    """The page's view and its DOT files ({posix path relative to the root: DOT}).
+def prepare(
+    model: m.Model, diagnostics: list[Diagnostic], facts: CheckContext | None = None
+) -> Prepared:
+    """The page's view and its DOT files ({posix path relative to the root: DOT}); `facts`,
+    the analysis's, saves the page building the lock-order graph again (`EdgeSet`).
 
     Raises RenderError for a page.output outside docs/ or claims of the page that disagree
     (LD606)."""
@@ -53,7 +57,7 @@ def prepare(model: m.Model, diagnostics: list[Diagnostic]) -> Prepared:
         raise RenderError(bad)
     page_path, stem = page_location(model)
     diagnostics = sort_diagnostics(list(diagnostics))
-    view = build_page(model, diagnostics, stem)
+    view = build_page(model, diagnostics, stem, facts)
     if view.contradictions:
         raise RenderError(sort_diagnostics(list(view.contradictions)))
     cycles = cycle_pairs(diagnostics)

@@ -37,6 +37,7 @@ from lockdocs.report import REPORTERS
 
 if TYPE_CHECKING:
     from lockdocs.progress import Progress
+    from lockdocs.rules.context import CheckContext
     from lockdocs.scan.decls import Coverage
 
 __all__ = ["DOCS", "JOURNAL", "LOCK", "MANIFEST", "lock_docs", "refuse", "restore", "write_docs"]
@@ -82,20 +83,22 @@ def write_docs(
     coverage: Coverage | None = None,
     dot_timeout: float | None = None,
     progress: Progress | None = None,
+    facts: CheckContext | None = None,
 ) -> int:
     """Write the docs of an analysed model (the caller loads and checks it, see `api.build`):
     0 written, 2 bad input or an unusable docs folder (nothing written), 3 Graphviz failed.
 
     `svg` False writes the Markdown and the DOT only (no Graphviz needed); the page's images
     then have no file until a build with SVGs runs (check with --no-svg compares DOT only).
-    Builds of one project write one at a time (`BuildLock`)."""
+    Builds of one project write one at a time (`BuildLock`). `facts`: the analysis's, which
+    the page reuses (`EdgeSet`)."""
     out = out or sys.stdout
     err = err or sys.stderr
     if progress is not None:
         progress.say("lockdocs: rendering the page")
     svgs: pages.Svgs | None = None
     try:
-        prepared = pages.prepare(model, diagnostics)
+        prepared = pages.prepare(model, diagnostics, facts)
         # The diagrams are drawn in the background while the templates render; a template
         # problem is still what the build reports first, as when it drew only afterwards.
         missing: GraphvizError | None = None

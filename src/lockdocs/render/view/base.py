@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from lockdocs import model as m
 from lockdocs.analysis.budget import Budget
@@ -21,6 +22,9 @@ from lockdocs.render.view.stepview import ends_open
 from lockdocs.render.words import bare, levels
 from lockdocs.rules.catalog import load_all
 from lockdocs.rules.waivers import waiver_label
+
+if TYPE_CHECKING:
+    from lockdocs.rules.context import CheckContext
 
 RESERVED_DIAGRAMS = frozenset({"lock-order"})
 
@@ -75,7 +79,13 @@ class IssueRef:
 class PageContext:
     """The model, the findings and the links every section uses; built once per render."""
 
-    def __init__(self, model: m.Model, diagnostics: list[Diagnostic], stem: str) -> None:
+    def __init__(
+        self,
+        model: m.Model,
+        diagnostics: list[Diagnostic],
+        stem: str,
+        facts: CheckContext | None = None,
+    ) -> None:
         self.model = model
         self.diags = diagnostics
         self.stem = stem
@@ -97,7 +107,7 @@ class PageContext:
                 for lid in level:
                     self.levels.setdefault(lid, i + 1)
         self.callers = self._callers()
-        self.edges = EdgeSet(model)
+        self.edges = EdgeSet(model, facts)
         self._events: dict[str, list[Event]] = {}
         # The page walks each path with everything it runs (the analysis walks only the
         # standalone ones): a run: chain of n links is n²/2 steps here, so these walks share

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 
 from lockdocs import model as m
 from lockdocs.diagnostics import Diagnostic
@@ -29,6 +30,9 @@ from lockdocs.render.view.rules import (
 from lockdocs.render.view.transactions import TxView, transactions
 from lockdocs.render.words import scope_facts
 from lockdocs.rules.catalog import load_all
+
+if TYPE_CHECKING:
+    from lockdocs.rules.context import CheckContext
 
 
 @dataclass(frozen=True)
@@ -61,10 +65,13 @@ class PageView:
     contradictions: tuple[Diagnostic, ...] = ()
 
 
-def build_page(model: m.Model, diagnostics: list[Diagnostic], stem: str) -> PageView:
-    """The page's view model; `stem` is the page's path under docs/ without `.md`."""
+def build_page(
+    model: m.Model, diagnostics: list[Diagnostic], stem: str, facts: CheckContext | None = None
+) -> PageView:
+    """The page's view model; `stem` is the page's path under docs/ without `.md`; `facts`,
+    the analysis's when the caller has them (`EdgeSet`)."""
 
-    ctx = PageContext(model, diagnostics, stem)
+    ctx = PageContext(model, diagnostics, stem, facts)
     keys, key_by_lock = key_groups(ctx)
     tables = lock_tables(ctx, key_by_lock)
     txs = transactions(ctx)
