@@ -347,6 +347,27 @@ def test_invalid_declarations_write_nothing(tmp_path: Path) -> None:
     assert _snapshot(root) == {}
 
 
+@needs_dot
+def test_a_dot_that_fails_while_the_other_files_are_written_changes_nothing(
+    built: Path, tmp_path: Path
+) -> None:
+    """The page's Markdown and DOT are written to temporary files while the diagrams are
+    drawn: a `dot` that fails then leaves every previous file as it was, and no temporary
+    file (exit 3: Graphviz rejected the DOT)."""
+    before = _snapshot(built)
+    _edit(built)
+    runs = tmp_path / "runs"
+    failing = tmp_path / "failing-dot"
+    failing.write_text(f'#!/bin/sh\necho x >> "{runs}"\necho "syntax error" >&2\nexit 1\n')
+    failing.chmod(0o755)
+    result = run_cli("build", "--root", str(built), env={"LOCKDOCS_DOT": str(failing)})
+    assert result.code == 3, result.err
+    assert "syntax error" in result.err and "nothing written" in result.err
+    assert runs.is_file()  # it ran
+    assert _snapshot(built) == before
+    assert not list(built.rglob("*.tmp"))
+
+
 def test_a_missing_dot_is_a_usage_error_and_writes_nothing(tmp_path: Path) -> None:
     root = _project(tmp_path)
     result = run_cli("build", "--root", str(root), env={"LOCKDOCS_DOT": str(tmp_path / "no-dot")})

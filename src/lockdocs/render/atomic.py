@@ -18,7 +18,9 @@ import re
 import signal
 import tempfile
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import NamedTuple
 
 from lockdocs.render.journal import JOURNAL, discard, interrupted, recover
 from lockdocs.render.manifest import DOCS, MANIFEST, inside_docs, manifest_text, sha
@@ -36,6 +38,7 @@ __all__ = [
     "JOURNAL",
     "LOCK",
     "BuildLock",
+    "Later",
     "interrupted",
     "recover",
     "remove_stale_temps",
@@ -251,18 +254,43 @@ class BuildLock:
         self.fd = None
 
 
+class Later(NamedTuple):
+    """Files still being made (the SVGs being drawn): their names now, their contents from
+    `contents()` a few at a time as they are made (it may raise); the other files' temporary
+    copies are written meanwhile, and each part's as it comes."""
+
+    names: tuple[str, ...]
+    contents: Callable[[], Iterable[dict[str, str]]]
+
+
+def _stage(
+    root: Path,
+    files: dict[str, str],
+    created: list[Path],
+    temps: list[tuple[str, Path]],
+) -> None:
+    """A temporary file beside each of `files` whose content changes."""
+    for rel, text in files.items():
+        if read_or_none(root / rel) != text:
+            target = root / rel
+            _mkdirs(target.parent, created)
+            temps.append((rel, _write_temp(target, text.encode("utf-8"))))
+
+
 def write_files(
-    root: Path, files: dict[str, str], inputs: str = ""
+    root: Path, files: dict[str, str], inputs: str = "", later: Later | None = None
 ) -> tuple[list[str], list[str], list[str]]:
-    """Write `files` (and the manifest, sealed with `inputs`: `manifest.inputs_digest`) all
-    or nothing; remove what the last build wrote and this one does not, when it is still the
-    file lockdocs wrote. Returns (written, removed, kept) paths: kept, the stale ones the
-    manifest names that a person wrote or changed."""
-    for rel in files:
+    """Write `files` and `later`'s (and the manifest, sealed with `inputs`:
+    `manifest.inputs_digest`) all or nothing; remove what the last build wrote and this one
+    does not, when it is still the file lockdocs wrote. Returns (written, removed, kept)
+    paths: kept, the stale ones the manifest names that a person wrote or changed. What
+    `later.contents()` raises leaves everything as it was, and is raised."""
+    names = [*files, *(later.names if later is not None else ())]
+    for rel in names:
         if not inside_docs(rel):  # pragma: no cover - render_outputs never makes one
             raise ValueError(f"refusing to write {rel} outside {DOCS}/")
     confined_here = Confinement(root)
-    for rel in [*files, MANIFEST, JOURNAL]:
+    for rel in [*names, MANIFEST, JOURNAL]:
         if not confined_here(rel):
             raise BuildRefused(
                 f"{rel} leads outside {DOCS}/ (a symlink on the way)",
@@ -274,25 +302,23 @@ def write_files(
             )
     previous = manifest_hashes(root)
     wanted = dict(files)
-    manifest = manifest_text(list(files), files, inputs)
-    changed = [rel for rel, text in wanted.items() if read_or_none(root / rel) != text]
-    if read_or_none(root / MANIFEST) != manifest:
-        changed.append(MANIFEST)
-        wanted[MANIFEST] = manifest
-    stale: list[str] = []
-    kept: list[str] = []
-    for rel, digest in previous.items():
-        if rel in files or not (root / rel).is_file():
-            continue
-        (stale if written_by_lockdocs(root / rel, rel, digest) else kept).append(rel)
-
     created: list[Path] = []
-    temps: list[tuple[Path, Path]] = []
+    temps: list[tuple[str, Path]] = []
     try:
-        for rel in changed:
-            target = root / rel
-            _mkdirs(target.parent, created)
-            temps.append((target, _write_temp(target, wanted[rel].encode("utf-8"))))
+        _stage(root, files, created, temps)
+        if later is not None:
+            extra: dict[str, str] = {}
+            for part in later.contents():
+                _stage(root, part, created, temps)
+                extra.update(part)
+            if sorted(extra) != sorted(later.names):  # pragma: no cover - a bug, not input
+                raise ValueError("the files made later are not the ones named")
+            wanted.update(extra)
+        files = dict(sorted(wanted.items()))
+        manifest = manifest_text(list(files), files, inputs)
+        if read_or_none(root / MANIFEST) != manifest:
+            wanted[MANIFEST] = manifest
+            _stage(root, {MANIFEST: manifest}, created, temps)
     except BaseException:
         for _, tmp in temps:
             tmp.unlink(missing_ok=True)
@@ -300,6 +326,14 @@ def write_files(
             with contextlib.suppress(OSError):
                 folder.rmdir()
         raise
+    temps.sort(key=lambda t: (t[0] == MANIFEST, t[0]))  # in path order, the manifest last
+    changed = [rel for rel, _ in temps]
+    stale: list[str] = []
+    kept: list[str] = []
+    for rel, digest in previous.items():
+        if rel in files or not (root / rel).is_file():
+            continue
+        (stale if written_by_lockdocs(root / rel, rel, digest) else kept).append(rel)
 
     # Undo journal: every file this build replaces or removes is first copied beside itself,
     # and the list is written (atomically) before the first rename. A failure inside the
@@ -308,9 +342,9 @@ def write_files(
     docs = root / DOCS
     entries: list[dict[str, str | None]] = []
     try:
-        for target, tmp in temps:
+        for rel, tmp in temps:
+            target = root / rel
             backup = _write_temp(target, target.read_bytes()) if target.exists() else None
-            rel = target.relative_to(root).as_posix()
             entries.append(_entry(root, target, backup, tmp, sha(wanted[rel])))
         for rel in stale:
             target = root / rel
@@ -327,15 +361,16 @@ def write_files(
             tmp.unlink(missing_ok=True)
         raise
     try:
-        for n, (target, tmp) in enumerate(temps, start=1):
-            tmp.replace(target)
+        for n, (rel, tmp) in enumerate(temps, start=1):
+            tmp.replace(root / rel)
             _crash_point(n)
         for rel in stale:
             (root / rel).unlink(missing_ok=True)
     except BaseException:
         recover(root)
         raise
-    discard(root, entries)  # the build is in place: drop the copies, then the journal
+    # The build is in place: drop the copies (the temporary files are renamed), then the journal.
+    discard(root, [e for e in entries if e["backup"] is not None])
     (root / JOURNAL).unlink(missing_ok=True)
     for rel in stale:
         _prune((root / rel).parent, docs)

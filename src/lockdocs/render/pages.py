@@ -5,6 +5,7 @@ written. Loaded only when a page is rendered: a check whose docs the manifest vo
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
@@ -109,14 +110,24 @@ class Svgs:
     def __init__(self, kept: dict[str, str], drawing: Drawing | None) -> None:
         self.kept = kept
         self.drawing = drawing
+        drawn = () if drawing is None else tuple(svg_path(rel) for rel in drawing.dots)
+        self.names = tuple(sorted((*kept, *drawn)))  # every SVG's path
 
     def result(self) -> dict[str, str]:
         """{svg path: SVG} for every DOT; raises GraphvizError."""
-        out = dict(self.kept)
-        if self.drawing is not None:
-            drawn = self.drawing.result()
-            out.update({svg_path(rel): svg_text for rel, svg_text in drawn.items()})
+        out: dict[str, str] = {}
+        for chunk in self.chunks():
+            out.update(chunk)
         return out
+
+    def chunks(self) -> Iterator[dict[str, str]]:
+        """{svg path: SVG}: the kept ones, then the drawn ones as the `dot` runs finish;
+        raises GraphvizError."""
+        if self.kept:
+            yield dict(self.kept)
+        if self.drawing is not None:
+            for drawn in self.drawing.chunks():
+                yield {svg_path(rel): svg_text for rel, svg_text in drawn.items()}
 
     def cancel(self) -> None:
         if self.drawing is not None:

@@ -13,7 +13,7 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from lockdocs.render.stamps import CONTENT_STAMP, STAMP, content_digest, dot_hash
@@ -247,23 +247,32 @@ class Drawing:
         self._pool = ThreadPoolExecutor(max_workers=count)
         self._pending = {self._pool.submit(_run_job, binary, job, dots, timeout) for job in jobs}
 
-    def result(self) -> dict[str, str]:
-        """A stamped SVG for each DOT, in the DOTs' order, once all are drawn. Raises
-        GraphvizError (the first failure; the runs not yet started are dropped)."""
-        from concurrent.futures import FIRST_EXCEPTION, wait
+    def chunks(self) -> Iterator[dict[str, str]]:
+        """The stamped SVGs as the `dot` runs finish ({name: SVG}, a run's diagrams at a
+        time), so the caller can write each while the others are drawn. Raises GraphvizError
+        (the first failure; the runs not yet started are dropped)."""
+        from concurrent.futures import FIRST_COMPLETED, wait
 
         try:
             while self._pending:
-                done, self._pending = wait(self._pending, return_when=FIRST_EXCEPTION)
+                done, self._pending = wait(self._pending, return_when=FIRST_COMPLETED)
                 for fut in done:
                     problem = fut.exception()
                     if problem is not None:
                         raise problem
-                    self.out.update(fut.result())
-                if self.progress is not None:
-                    self.progress(len(self.out), len(self.dots))
+                    chunk = fut.result()
+                    self.out.update(chunk)
+                    if self.progress is not None:
+                        self.progress(len(self.out), len(self.dots))
+                    yield chunk
         finally:
             self.cancel()
+
+    def result(self) -> dict[str, str]:
+        """A stamped SVG for each DOT, in the DOTs' order, once all are drawn. Raises
+        GraphvizError (the first failure; the runs not yet started are dropped)."""
+        for _ in self.chunks():
+            pass
         return {n: self.out[n] for n in self.dots}
 
     def cancel(self) -> None:

@@ -20,6 +20,7 @@ from lockdocs.render.atomic import (
     JOURNAL,
     LOCK,
     BuildLock,
+    Later,
     recover,
     remove_stale_temps,
     write_files,
@@ -98,29 +99,69 @@ def write_docs(
         progress.say("lockdocs: rendering the page")
     svgs: pages.Svgs | None = None
     try:
-        prepared = pages.prepare(model, diagnostics, facts)
-        # The diagrams are drawn in the background while the templates render; a template
-        # problem is still what the build reports first, as when it drew only afterwards.
-        missing: GraphvizError | None = None
-        if svg:
-            try:
-                svgs = pages.start_svgs(root, prepared.dots, timeout=dot_timeout, progress=progress)
-            except GraphvizError as exc:
-                missing = exc
-        files = pages.page_files(model, prepared, coverage)
-        if missing is not None:
-            raise missing
-        if svgs is not None:
-            files.update(svgs.result())
-    except RenderError as exc:
-        err.write(REPORTERS["text"](exc.diagnostics, "cannot render the docs; nothing written"))
-        return 2
-    except GraphvizError as exc:
-        err.write(f"lockdocs: {exc}; nothing written\n")
-        return 2 if exc.usage else 3
+        try:
+            prepared = pages.prepare(model, diagnostics, facts)
+            # The diagrams are drawn in the background while the templates render and the
+            # other files are written (`Later`); a template problem is still what the build
+            # reports first, as when it drew them before anything else, and a drawing that
+            # fails leaves the docs as they were.
+            missing: GraphvizError | None = None
+            if svg:
+                try:
+                    svgs = pages.start_svgs(
+                        root, prepared.dots, timeout=dot_timeout, progress=progress
+                    )
+                except GraphvizError as exc:
+                    missing = exc
+            files = pages.page_files(model, prepared, coverage)
+            if missing is not None:
+                raise missing
+        except RenderError as exc:
+            err.write(REPORTERS["text"](exc.diagnostics, "cannot render the docs; nothing written"))
+            return 2
+        except GraphvizError as exc:
+            return _graphviz_failed(err, exc)
+        later = None if svgs is None else Later(svgs.names, svgs.chunks)
+        result = _write(root, model, diagnostics, files, later, err, coverage, progress)
     finally:
         if svgs is not None:
             svgs.cancel()
+    if isinstance(result, int):
+        return result
+    written, removed, kept = result
+    n_files = len(files) + (0 if later is None else len(later.names))
+    for rel in written:
+        out.write(f"wrote {rel}\n")
+    for rel in removed:
+        out.write(f"removed {rel}\n")
+    for rel in kept:
+        err.write(
+            f"lockdocs: kept {rel}: {MANIFEST} names it, but it is not the file lockdocs wrote "
+            "(a person wrote or changed it), so it is not removed; delete it yourself if it "
+            "is stale\n"
+        )
+    unchanged = n_files - len(written)
+    out.write(f"lockdocs: {len(written)} written, {unchanged} unchanged, {len(removed)} removed\n")
+    return 0
+
+
+def _graphviz_failed(err: TextIO, exc: GraphvizError) -> int:
+    err.write(f"lockdocs: {exc}; nothing written\n")
+    return 2 if exc.usage else 3
+
+
+def _write(
+    root: Path,
+    model: m.Model,
+    diagnostics: list[Diagnostic],
+    files: dict[str, str],
+    later: Later | None,
+    err: TextIO,
+    coverage: Coverage | None,
+    progress: Progress | None,
+) -> tuple[list[str], list[str], list[str]] | int:
+    """Write the files under the build lock: (written, removed, kept), or the exit code of
+    a refusal (reported)."""
     refused = docs_problem(root)
     if refused is not None:
         return refuse(err, refused)
@@ -135,12 +176,15 @@ def write_docs(
         if problem is not None:
             return refuse(err, problem)
         recover(root, err)  # a build killed since this one started
-        remove_stale_temps(root, [*files, MANIFEST, JOURNAL, *read_manifest(root)])
+        names = [*files, *(later.names if later is not None else ())]
+        remove_stale_temps(root, [*names, MANIFEST, JOURNAL, *read_manifest(root)])
         if progress is not None:
-            progress.say(f"lockdocs: writing {len(files):,} files")
+            progress.say(f"lockdocs: writing {len(names):,} files")
         shown = None if coverage is None else coverage.to_json()
         digest = run_inputs(root, model.files, diagnostics, shown)
-        written, removed, kept = write_files(root, dict(sorted(files.items())), digest)
+        return write_files(root, files, digest, later)
+    except GraphvizError as exc:  # from `later`: nothing was written
+        return _graphviz_failed(err, exc)
     except BuildRefused as exc:
         return refuse(err, exc)
     except OSError as exc:
@@ -150,19 +194,6 @@ def write_docs(
         if made_docs:
             with contextlib.suppress(OSError):
                 docs.rmdir()  # only when it stayed empty
-    for rel in written:
-        out.write(f"wrote {rel}\n")
-    for rel in removed:
-        out.write(f"removed {rel}\n")
-    for rel in kept:
-        err.write(
-            f"lockdocs: kept {rel}: {MANIFEST} names it, but it is not the file lockdocs wrote "
-            "(a person wrote or changed it), so it is not removed; delete it yourself if it "
-            "is stale\n"
-        )
-    unchanged = len(files) - len(written)
-    out.write(f"lockdocs: {len(written)} written, {unchanged} unchanged, {len(removed)} removed\n")
-    return 0
 
 
 def lock_docs(lock: BuildLock, root: Path) -> BuildRefused | None:
