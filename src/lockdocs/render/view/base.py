@@ -15,7 +15,7 @@ from lockdocs.analysis.budget import Budget
 from lockdocs.analysis.events import Event, Refusal
 from lockdocs.analysis.flatten import flatten_all
 from lockdocs.diagnostics import Diagnostic
-from lockdocs.render.edges import EdgeSet, PairEdge, page_path_order
+from lockdocs.render.edges import EdgeSet, PairEdge, cycle_pairs, page_path_order
 from lockdocs.render.escape import Link, slug
 from lockdocs.render.targets import RenderError
 from lockdocs.render.view.stepview import ends_open
@@ -121,6 +121,14 @@ class PageContext:
         self._waived: dict[str, list[tuple[tuple[str, ...], m.Waiver]]] | None = None
         self._sites: dict[str, tuple[tuple[str, bool], ...]] | None = None
         self._rechecks: set[tuple[str, str, int, int]] | None = None
+        self._cycles: tuple[set[tuple[str, str]], set[tuple[str, str]]] | None = None
+
+    def cycles(self) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
+        """The edges of reported cycles, (unwaived, waived) (`edges.cycle_pairs`), found once:
+        the view of each pair taken both ways asks for them."""
+        if self._cycles is None:
+            self._cycles = cycle_pairs(self.diags)
+        return self._cycles
 
     def run_sites(self) -> dict[str, tuple[tuple[str, bool], ...]]:
         """For each path run by others: (caller, whether a transaction is open where the caller

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lockdocs.analysis.gates import parent_gated, waits
-from lockdocs.render.edges import EdgeSet, _Raw, cycle_pairs
+from lockdocs.render.edges import EdgeSet, _Raw
 from lockdocs.render.escape import Link
 from lockdocs.render.view.base import PageContext
 from lockdocs.render.words import mode_label
@@ -131,7 +131,7 @@ def both_ways(ctx: PageContext, es: EdgeSet, pair: tuple[str, str]) -> BothWaysV
     kinds_fwd, kinds_back = _kinds(es, fwd), _kinds(es, back)
     compared = _compare(es, kinds_fwd, kinds_back, gates, ungated)
     gate = next(iter(sorted(gates))) if len(gates) == 1 and not ungated else None
-    live, waived = cycle_pairs(ctx.diags)
+    live, waived = ctx.cycles()
     cycle = (
         "reported"
         if (a, b) in live or (b, a) in live

@@ -14,7 +14,7 @@ from typing import assert_never
 
 from lockdocs import model as m
 from lockdocs.modes import conflicts
-from lockdocs.render.edges import EdgeSet, PairEdge, cycle_pairs
+from lockdocs.render.edges import EdgeSet, PairEdge
 from lockdocs.render.escape import Link
 from lockdocs.render.view.base import PageContext
 from lockdocs.render.view.bothways import BothWaysView, both_ways
@@ -159,7 +159,7 @@ def _levels(nodes: list[str], edges: set[tuple[str, str]]) -> list[list[str]]:
 def order_view(ctx: PageContext, es: EdgeSet) -> OrderView:
     """The section's objects, in a fixed order (declaration order of the locks)."""
     model = ctx.model
-    live, waived = cycle_pairs(ctx.diags)
+    live, waived = ctx.cycles()
     edges = []
     for e in es.pairs:
         pair = (e.src, e.dst)
