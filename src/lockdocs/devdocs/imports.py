@@ -213,6 +213,12 @@ LAZY: tuple[tuple[str, str, str], ...] = (
         "The threads that draw many diagrams at once (and the logging they import): the drift "
         "check only reads the stamps of the SVGs.",
     ),
+    (
+        "lockdocs.render.atomic",
+        "concurrent.futures",
+        "The threads that sync the files a build writes: a check reads the journal's names "
+        "from this module and writes nothing.",
+    ),
 )
 
 
