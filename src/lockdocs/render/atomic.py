@@ -20,10 +20,11 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from lockdocs.render.journal import JOURNAL, discard, interrupted, recover
 from lockdocs.render.manifest import DOCS, MANIFEST, inside_docs, manifest_text, sha
+from lockdocs.render.syncs import Syncer, fsync
 from lockdocs.render.targets import (
     BuildRefused,
     Confinement,
@@ -32,9 +33,6 @@ from lockdocs.render.targets import (
     read_or_none,
     written_by_lockdocs,
 )
-
-if TYPE_CHECKING:
-    from concurrent.futures import Future, ThreadPoolExecutor
 
 # The journal's reading lives in journal.py; these names stay importable from here.
 __all__ = [
@@ -72,7 +70,8 @@ def _mode_for(target: Path) -> int:
 
 def _write_temp(target: Path, content: bytes, mode: int | None = None) -> Path:
     """Write content to a new temporary file beside target (same folder, so os.replace is an
-    atomic rename) and return its path. Not yet on disk: sync it (`_Syncer`) before any rename."""
+    atomic rename) and return its path. Not yet on disk: sync it (`syncs.Syncer`) before any
+    rename."""
     fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         os.fchmod(fd, _mode_for(target) if mode is None else mode)
@@ -87,60 +86,6 @@ def _write_temp(target: Path, content: bytes, mode: int | None = None) -> Path:
         Path(name).unlink(missing_ok=True)
         raise
     return Path(name)
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-_SYNC_THREADS = 16
-_SYNC_GROUP = 8  # files one thread syncs in a row
-
-
-def _fsync_all(paths: list[Path]) -> None:
-    for path in paths:
-        _fsync(path)
-
-
-class _Syncer:
-    """`fsync`s files in background threads as they are written (`add`), many at a time, so
-    the file system commits concurrent syncs together (ext4: 7,203 files in under a second,
-    against 26 s one after another) and mostly while the build still draws its diagrams.
-    `wait` returns once each file is on disk: before the journal is written and before any
-    rename, as when each file was synced as it was written."""
-
-    def __init__(self) -> None:
-        self._pool: ThreadPoolExecutor | None = None
-        self._pending: list[Future[None]] = []
-
-    def add(self, paths: list[Path]) -> None:
-        if not paths:
-            return
-        if self._pool is None:
-            from concurrent.futures import ThreadPoolExecutor  # the lazy boundary of the threads
-
-            self._pool = ThreadPoolExecutor(max_workers=_SYNC_THREADS)
-        for i in range(0, len(paths), _SYNC_GROUP):
-            self._pending.append(self._pool.submit(_fsync_all, paths[i : i + _SYNC_GROUP]))
-
-    def wait(self) -> None:
-        """Every file added is on disk; raises the first failure."""
-        try:
-            for fut in self._pending:
-                fut.result()
-        finally:
-            self.close()
-
-    def close(self) -> None:
-        """Drop the syncs not yet started and wait for the running ones."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
-        self._pending = []
 
 
 def _mkdirs(folder: Path, created: list[Path]) -> None:
@@ -182,7 +127,7 @@ def _write_journal(root: Path, entries: list[dict[str, str | None]]) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = _write_temp(target, json.dumps(entries, sort_keys=True).encode("utf-8"))
     try:
-        _fsync(tmp)
+        fsync(tmp)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -298,7 +243,7 @@ def _stage(
     files: dict[str, str],
     created: list[Path],
     temps: list[tuple[str, Path]],
-    syncer: _Syncer,
+    syncer: Syncer,
 ) -> None:
     """A temporary file beside each of `files` whose content changes, on its way to disk."""
     first = len(temps)
@@ -339,7 +284,7 @@ def write_files(
     wanted = dict(files)
     created: list[Path] = []
     temps: list[tuple[str, Path]] = []
-    syncer = _Syncer()
+    syncer = Syncer()
     try:
         _stage(root, files, created, temps, syncer)
         if later is not None:
@@ -355,6 +300,12 @@ def write_files(
         if read_or_none(root / MANIFEST) != manifest:
             wanted[MANIFEST] = manifest
             _stage(root, {MANIFEST: manifest}, created, temps, syncer)
+        stale: list[str] = []
+        kept: list[str] = []
+        for rel, digest in previous.items():
+            if rel in files or not (root / rel).is_file():
+                continue
+            (stale if written_by_lockdocs(root / rel, rel, digest) else kept).append(rel)
     except BaseException:
         syncer.close()
         for _, tmp in temps:
@@ -365,12 +316,6 @@ def write_files(
         raise
     temps.sort(key=lambda t: (t[0] == MANIFEST, t[0]))  # in path order, the manifest last
     changed = [rel for rel, _ in temps]
-    stale: list[str] = []
-    kept: list[str] = []
-    for rel, digest in previous.items():
-        if rel in files or not (root / rel).is_file():
-            continue
-        (stale if written_by_lockdocs(root / rel, rel, digest) else kept).append(rel)
 
     # Undo journal: every file this build replaces or removes is first copied beside itself,
     # and the list is written (atomically) before the first rename. A failure inside the

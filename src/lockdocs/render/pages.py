@@ -113,13 +113,6 @@ class Svgs:
         drawn = () if drawing is None else tuple(svg_path(rel) for rel in drawing.dots)
         self.names = tuple(sorted((*kept, *drawn)))  # every SVG's path
 
-    def result(self) -> dict[str, str]:
-        """{svg path: SVG} for every DOT; raises GraphvizError."""
-        out: dict[str, str] = {}
-        for chunk in self.chunks():
-            out.update(chunk)
-        return out
-
     def chunks(self) -> Iterator[dict[str, str]]:
         """{svg path: SVG}: the kept ones, then the drawn ones as the `dot` runs finish;
         raises GraphvizError."""
