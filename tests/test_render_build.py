@@ -487,3 +487,17 @@ def test_the_next_build_recovers_and_writes(built: Path) -> None:
     result = run_cli("build", "--root", str(built))
     assert result.code == 0 and "restored the files an interrupted build" in result.err
     assert "LD60" not in run_cli("check", "--root", str(built)).out
+
+
+def test_the_api_builds_a_project_named_relative_to_the_working_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The MkDocs plugin and scripts call `api.build` with the path they were given; the
+    writer names its temporary files from the root, so a relative one once failed after the
+    pages had rendered (a ValueError from `relative_to`)."""
+    shutil.copytree(FIXTURE, tmp_path / "shop")
+    monkeypatch.chdir(tmp_path)
+    out, err = io.StringIO(), io.StringIO()
+    assert api_build(Path("shop"), svg=False, out=out, err=err) == 0, err.getvalue()
+    assert (tmp_path / "shop" / "docs" / "database-locks.md").is_file()
+    assert run_cli("check", "--no-svg", "--root", "shop", cwd=tmp_path).code == 0

@@ -192,6 +192,7 @@ def build(
 
     from lockdocs.progress import Progress  # a thread that only a build may need
 
+    root = root.absolute()  # the writer names its temporary files from the root
     err = err or sys.stderr
     with Progress(err) as progress:
         return _build(root, out, err, svg, dot_timeout, progress)
