@@ -195,7 +195,9 @@ def _write(root: Path, files: dict[str, str | bytes]) -> None:
         target.write_bytes(data)
 
 
-def _mutation_run(tmp: Path, cases: int, seed: int) -> Counter[int]:
+def _mutation_run(tmp: Path, cases: int, seed: int, part: int = 0, parts: int = 1) -> Counter[int]:
+    """Check `cases` mutations drawn from `seed`; with `parts`, only the cases n with
+    n % parts == part (all are drawn, so each part checks the same cases as the whole run)."""
     rng = random.Random(seed)
     base = _flagship_files()
     names = sorted(base)
@@ -204,6 +206,8 @@ def _mutation_run(tmp: Path, cases: int, seed: int) -> Counter[int]:
         files: dict[str, str | bytes] = dict(base)
         name = rng.choice(names)
         files[name] = _mutate(base[name], rng)
+        if n % parts != part:
+            continue
         root = tmp / "m"
         _write(root, files)
         code, out = run_in_process(root)
@@ -218,8 +222,13 @@ def _mutation_run(tmp: Path, cases: int, seed: int) -> Counter[int]:
     return codes
 
 
-def _schema_run(tmp: Path, cases: int) -> Counter[int]:
+def _schema_run(tmp: Path, cases: int, part: int = 0, parts: int = 1) -> Counter[int]:
+    """Check `cases` documents drawn from the schema (derandomized); with `parts`, only the
+    n-th drawn with n % parts == part. Hypothesis draws the same documents in the same order
+    whatever the test does with them (no failure, no assume, no target), so the parts check
+    exactly the documents of the whole run between them."""
     codes: Counter[int] = Counter()
+    drawn = 0
 
     @settings(
         max_examples=cases,
@@ -230,6 +239,10 @@ def _schema_run(tmp: Path, cases: int) -> Counter[int]:
     )
     @given(locks=LOCKS, paths=st.lists(PATHS, min_size=0, max_size=2))
     def one(locks: dict[str, Any], paths: list[dict[str, Any]]) -> None:
+        nonlocal drawn
+        drawn += 1
+        if (drawn - 1) % parts != part:
+            return
         files: dict[str, str | bytes] = {"locks.yaml": yaml.safe_dump(locks, sort_keys=False)}
         for k, p in enumerate(paths):
             files[f"paths/p{k}.yaml"] = yaml.safe_dump(p, sort_keys=False)
@@ -253,12 +266,22 @@ def test_schema_documents_sample(tmp_path: Path) -> None:
     assert sum(codes.values()) >= SAMPLE_CASES
 
 
+# The long run's two halves in FUZZ_PARTS parts each, so that `make fuzz` spreads them over
+# its workers: one test of 10,000 cases was the run's tail (765 s of its 1,026 s, loaded).
+FUZZ_PARTS = 4
+
+
 @pytest.mark.fuzz
-def test_fuzz_long(tmp_path: Path) -> None:
-    half = FUZZ_CASES // 2
-    mutations = _mutation_run(tmp_path, half, seed=20261129)
-    schema_docs = _schema_run(tmp_path, FUZZ_CASES - half)
-    print(
-        f"\nfuzz: {sum(mutations.values())} flagship mutations, exit codes {dict(mutations)}; "
-        f"{sum(schema_docs.values())} schema documents, exit codes {dict(schema_docs)}"
-    )
+@pytest.mark.parametrize("part", range(FUZZ_PARTS))
+def test_fuzz_long_mutations(tmp_path: Path, part: int) -> None:
+    codes = _mutation_run(tmp_path, FUZZ_CASES // 2, seed=20261129, part=part, parts=FUZZ_PARTS)
+    assert sum(codes.values()) == len(range(part, FUZZ_CASES // 2, FUZZ_PARTS))
+    print(f"\nfuzz: {sum(codes.values())} flagship mutations, exit codes {dict(codes)}")
+
+
+@pytest.mark.fuzz
+@pytest.mark.parametrize("part", range(FUZZ_PARTS))
+def test_fuzz_long_schema(tmp_path: Path, part: int) -> None:
+    cases = FUZZ_CASES - FUZZ_CASES // 2
+    codes = _schema_run(tmp_path, cases, part=part, parts=FUZZ_PARTS)
+    print(f"\nfuzz: {sum(codes.values())} schema documents, exit codes {dict(codes)}")
