@@ -38,19 +38,29 @@ later row request must queue);
 in a conflicting mode; (3) transactions that run the same path are interchangeable, so a state
 is stored with its transactions sorted; (4) a set's orders are explored with such takes first,
 as written (when one is granted changes nothing the others can do), and its other takes in
-every order. `Options(reduce=False)` turns them all off; tests check that the results agree.
+every order; (5) a transaction's steps of its own (as in (1) and (2)) run to their ends at once,
+and only the states where no transaction has one left are kept (`_settled`): the states in
+between are neither stored nor counted against the state budget (`max_states`,
+`max_total_states`), which so counts these settled states. `Options(reduce=False)` turns them
+all off; tests check that the results agree.
 """
 
 from __future__ import annotations
 
 import gc
 import itertools
+from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from .conflicts import waits
 from .spec import Branch, Call, Commit, Loop, Path, Set, Spec, Take
 
 LABELS = ("a", "b")
+# A transaction's labels hold SLOTS numbers per lock class: the instances labelled a and b, its
+# one instance, the instance of it granted last (a parent class: its children's parent) and the
+# parent its children taken with no parent held are under (a child class; 0: none chosen yet).
+SLOTS = 5
 MAX_DOMAIN = 6  # the most instances of a class one transaction holds in any search
 _UNKNOWN: list[object] = []  # not looked up yet (None is an answer)
 
@@ -259,9 +269,8 @@ class Explorer:
         self.keep = [lk.held_across_commit for lk in spec.locks]
         self.singleton = [lk.singleton for lk in spec.locks]
         self.nlocks = len(spec.locks)
-        # per class: the instances labelled a and b, the transaction's one instance, and (for
-        # a class others are within) the instance of it granted last, their parent
-        self.no_labels = (0,) * (4 * self.nlocks)
+        # per class: the SLOTS label numbers (see SLOTS)
+        self.no_labels = (0,) * (SLOTS * self.nlocks)
         index = {lk.name: i for i, lk in enumerate(spec.locks)}
         self.parent = [index[lk.within] if lk.within else -1 for lk in spec.locks]
         self.is_parent = [i in self.parent for i in range(self.nlocks)]
@@ -273,6 +282,8 @@ class Explorer:
         self.independent: dict[int, set[tuple[int, str]]] = {}
         self.local_cache: dict[Local, list[Local]] = {}
         self.own_cache: dict[Local, list[Local] | None] = {}
+        self.settle_cache: dict[Local, list[Local]] = {}
+        self.settling = False  # set per configuration by run_config
         self.ordered = self._ordered_releases()
         # per path: the pcs of its commits and its end (the steps that release what it holds)
         self.release_pcs = [
@@ -450,25 +461,58 @@ class Explorer:
         held: tuple[tuple[int, int, str], ...],
     ) -> list[tuple[int, tuple[int, ...], tuple[tuple[object, ...], ...]]]:
         """_instances, with a class within a parent drawn among that parent's own instances:
-        child d of parent p is 10 * p + d (parent 1's when no parent is held)."""
+        child d of parent p is 10 * p + d. The parent is the one labelled `under`, else the
+        one granted last and still held. With none (no parent held, or the label not bound
+        yet) it is any parent, chosen at the first such take and kept in the labels (the
+        parent's label `under`, else the child class's own slot 4, else the child's label), so
+        that a later such take means the same row, as the transaction's one instance must (Postgres has no rule that
+        makes it parent 1's: lockdocs' LD201 on such a spec replays to a deadlock).
+
+        A named child (label a or b) is one row, whatever parent is held when it is taken
+        again (docs/concepts.md: `instance: NAME` is one named instance): its label keeps the
+        row, 10 * p + d, from its first take on, and a and b are two rows."""
         found = self._instances(li, ref, labels, loops, held)
         pl = self.parent[li]
         if pl < 0 or ref == "single":
             return found
-        out = []
+        named = ref in LABELS
+        out: list[tuple[int, tuple[int, ...], tuple[tuple[object, ...], ...]]] = []
         for inst, lab, lps in found:
-            if inst >= 10:  # an instance already held (again): already its parent's
+            if inst >= 10:  # a row already held (again), or named: already its parent's
                 out.append((inst, lab, lps))
                 continue
-            p = lab[4 * pl + under] if under >= 0 else lab[4 * pl + 3]
-            out.append((10 * (p or 1) + inst, lab, lps))
+            p = lab[SLOTS * pl + under] if under >= 0 else lab[SLOTS * pl + 3]
+            if p:
+                rows = [(10 * p + inst, lab)]
+            else:
+                if under >= 0:  # the parent labelled `under`, distinct from the other label's
+                    k = SLOTS * pl + under
+                    other = lab[SLOTS * pl + 1 - under]
+                elif named:  # the label keeps the row (below), so the parent too
+                    k, other = -1, 0
+                else:
+                    k = SLOTS * li + 4
+                    other = 0
+                if k >= 0 and lab[k]:  # chosen at an earlier take
+                    rows = [(10 * lab[k] + inst, lab)]
+                else:
+                    rows = [
+                        (10 * q + inst, lab if k < 0 else (*lab[:k], q, *lab[k + 1 :]))
+                        for q in self.inst_domain[pl]
+                        if q != other
+                    ]
+            if named:  # the label keeps the row; the other label's is another row
+                k = SLOTS * li + LABELS.index(ref)
+                other = lab[SLOTS * li + 1 - LABELS.index(ref)]
+                rows = [(r, (*lb[:k], r, *lb[k + 1 :])) for r, lb in rows if r != other]
+            out.extend((r, lb, lps) for r, lb in rows)
         return out
 
     def _granted(self, labels: tuple[int, ...], li: int, inst: int) -> tuple[int, ...]:
         """Labels after a grant of (li, inst): a parent class remembers it as the last one."""
         if not self.is_parent[li]:
             return labels
-        k = 4 * li + 3
+        k = SLOTS * li + 3
         return (*labels[:k], inst, *labels[k + 1 :])
 
     def _forget_parents(
@@ -477,7 +521,7 @@ class Explorer:
         """A parent no longer held (the commit released it) is no child's parent any more."""
         out = list(labels)
         for li, parent in enumerate(self.is_parent):
-            k = 4 * li + 3
+            k = SLOTS * li + 3
             if parent and out[k] and not any(h[0] == li and h[1] == out[k] for h in held):
                 out[k] = 0
         return tuple(out)
@@ -515,17 +559,17 @@ class Explorer:
                 out.append((d, labels, (*loops[:-1], frame)))
             return out
         if ref in LABELS:  # instances a and b of one class are distinct
-            k = 4 * li + LABELS.index(ref)
+            k = SLOTS * li + LABELS.index(ref)
             if labels[k]:
                 return [(labels[k], labels, loops)]
-            other = labels[4 * li + (1 - LABELS.index(ref))]
+            other = labels[SLOTS * li + (1 - LABELS.index(ref))]
             return [
                 (d, (*labels[:k], d, *labels[k + 1 :]), loops)
                 for d in self.inst_domain[li]
                 if d != other
             ]
         # default: the transaction's one instance of the class, chosen once (any instance)
-        k = 4 * li + 2
+        k = SLOTS * li + 2
         if labels[k]:
             return [(labels[k], labels, loops)]
         return [(d, (*labels[:k], d, *labels[k + 1 :]), loops) for d in self.inst_domain[li]]
@@ -586,8 +630,10 @@ class Explorer:
         return [], False  # it goes for the tuple lock (phase 1 or 2)
 
     def successors(self, state: tuple[Local, ...]) -> tuple[list[tuple[Local, ...]], bool]:
-        """(successor states, is_deadlock)."""
-        if self.opt.reduce:
+        """(successor states, is_deadlock). Settling, every transaction of `state` is settled
+        (no step of its own to take) and so is every successor: the one transaction that moved
+        runs its own steps to their ends (`_settled`)."""
+        if self.opt.reduce and not self.settling:
             own = self.own_cache
             for i, t in enumerate(state):
                 moves = own.get(t, _UNKNOWN)
@@ -595,13 +641,13 @@ class Explorer:
                     moves = own[t] = self._own_moves(t)
                 if moves is not None:
                     return [(*state[:i], nt, *state[i + 1 :]) for nt in moves], False
-        out = []
+        moved: list[tuple[int, Local]] = []  # (transaction, its state after the move)
         waiting = False
         for i, t in enumerate(state):
             if t[1] == -1:
                 continue
             if not t[5]:  # a step of its own, interleaved (with the reduction: a release)
-                out.extend((*state[:i], nt, *state[i + 1 :]) for nt in self._local(t))
+                moved.extend((i, nt) for nt in self._local(t))
                 continue
             pi, pc, labels, loops, held, pending = t
             li, inst, mode, option, phase = pending
@@ -611,7 +657,7 @@ class Explorer:
                     waiting = True
                     continue
                 nt = (pi, pc, labels, loops, held, (li, inst, mode, option, 1))
-                out.append((*state[:i], nt, *state[i + 1 :]))
+                moved.append((i, nt))
                 continue
             holders = self._holders(state, i, li, inst, mode)
             if not holders:
@@ -635,8 +681,38 @@ class Explorer:
                 # queues behind the waiter that holds it
                 ahead = self._tuple_holders(state, i, li, inst, mode)
                 nt = (pi, pc, labels, loops, held, (li, inst, mode, option, 2 if ahead else 1))
-            out.append((*state[:i], nt, *state[i + 1 :]))
+            moved.append((i, nt))
+        if self.settling:
+            settled = self._settled
+            out = [(*state[:i], x, *state[i + 1 :]) for i, nt in moved for x in settled(nt)]
+        else:
+            out = [(*state[:i], nt, *state[i + 1 :]) for i, nt in moved]
         return out, (waiting and not out)
+
+    def _settled(self, t: Local) -> list[Local]:
+        """The states t's own steps (`_own_moves`) lead to when run to their ends: t itself when
+        it has none. Remembered per configuration, like `_local`.
+
+        Why it loses no deadlock: an own step is always enabled, commutes with every step of
+        every other transaction, and depends on t alone, so the existing reduction (1)-(2) already
+        runs a transaction's own steps before any interleaving, one at a time. Running them all
+        at once, and keeping only the states where no transaction has one, leaves the same
+        settled states reachable (the own steps of two transactions commute, so which runs
+        first does not matter); a deadlock is a settled state (no transaction can move). Only
+        the states in between are not kept, and so not counted against the state budget.
+        test_reductions_keep_every_deadlock checks it against the plain search."""
+        found = self.settle_cache.get(t)
+        if found is not None:
+            return found
+        moves = self.own_cache.get(t, _UNKNOWN)
+        if moves is _UNKNOWN:
+            moves = self.own_cache[t] = self._own_moves(t)
+        if moves is None:
+            found = [t]
+        else:
+            found = list(dict.fromkeys(x for m in moves for x in self._settled(m)))
+        self.settle_cache[t] = found
+        return found
 
     def deadlocks_at(self, state: tuple[Local, ...]) -> list[Deadlock]:
         n = len(state)
@@ -691,17 +767,24 @@ class Explorer:
         self.independent = self._independent(config)
         self.local_cache: dict[Local, list[Local]] = {}
         self.own_cache: dict[Local, list[Local] | None] = {}
+        self.settle_cache: dict[Local, list[Local]] = {}
         start = tuple((pi, 0, self.no_labels, (), (), ()) for pi in config)
         canon = self.opt.reduce and not trace
-        if canon:
-            start = tuple(sorted(start))
-        seen: set[tuple[Local, ...]] = {start}
-        parent: dict[tuple[Local, ...], tuple[Local, ...] | None] = {start: None}
-        stack = [start]
+        # a trace keeps every step between two states (actions and schedule read them)
+        self.settling = canon
+        max_states = self.opt.max_states if limit is None else limit
+        complete = True
+        seen: set[tuple[Local, ...]] = set()
+        stack: list[tuple[Local, ...]] = []
+        for s in self._starts(start) if canon else (start,):
+            if len(seen) >= max_states:
+                complete = False
+                break
+            seen.add(s)
+            stack.append(s)
+        parent: dict[tuple[Local, ...], tuple[Local, ...] | None] = dict.fromkeys(stack)
         found: dict[tuple[object, ...], Deadlock] = {}
         self.dead_at: dict[tuple[object, ...], tuple[Local, ...]] = {}
-        complete = True
-        max_states = self.opt.max_states if limit is None else limit
         successors, push, see = self.successors, stack.append, seen.add
         while stack:
             st = stack.pop()
@@ -726,6 +809,24 @@ class Explorer:
                     parent[s] = st
                 push(s)
         return list(found.values()), len(seen), complete, parent
+
+    def _starts(self, start: tuple[Local, ...]) -> Iterator[tuple[Local, ...]]:
+        """The settled states the configuration starts in, sorted, each once: every
+        transaction's own first steps run to their ends. Transactions of one path start alike,
+        so theirs are drawn as a multiset (the states are sorted: their order is no matter)."""
+        groups = sorted(Counter(start).items())
+
+        def draw(g: int) -> Iterator[tuple[Local, ...]]:
+            if g == len(groups):
+                yield ()
+                return
+            t, k = groups[g]
+            for mine in itertools.combinations_with_replacement(self._settled(t), k):
+                for rest in draw(g + 1):
+                    yield mine + rest
+
+        for s in draw(0):
+            yield tuple(sorted(s))
 
     def _independent(self, config: tuple[int, ...]) -> dict[int, set[tuple[int, str]]]:
         """Per path of the configuration: the (lock, mode) requests that no other transaction

@@ -61,7 +61,9 @@ class Take:
       it claimed before), each requested again in `mode`; nothing when it holds none.
     - of a class `within` a parent: the instance is one of the parent's own, the parent being
       the instance of it taken last and still held, or the one labelled `under`; with none
-      held, one of parent 1's (it may meet those).
+      held (or the label not bound yet), any parent's, chosen at the first such take and the
+      same for the transaction's later ones (the label `under` is bound to it). A labelled
+      one is one row from its first take on, whatever parent is held when it is taken again.
 
     `option` try: a take that never waits; when the lock is not free the path gives up (the
     transaction ends, releasing what it holds), as NOWAIT's error does.
