@@ -69,8 +69,9 @@ FUZZ_EXAMPLES = 5000
 # transaction has a step of its own left); before the search kept those alone, it counted every
 # state, and 100,000 of those left 20 of the default 600 specs incomplete, where 50,000 settled
 # states leave 13 (the same specs, with the any-parent model of a parentless child, which makes
-# some specs' searches larger), in a fifth less CPU
-# time (measured on the default specs when the reduction came).
+# some specs' searches larger), in about a fifth less
+# oracle CPU on that set; the whole file went from 32.9 to 31.1 s CPU (bench/suite_profile.py,
+# -n 2, load ~2).
 SPEC_STATES = int(os.environ.get("LOCKDOCS_ORACLE_STATES", "50000"))
 
 NKU = "for no key update"
