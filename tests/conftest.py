@@ -179,6 +179,7 @@ def cli_in_process(
     saved_argv = sys.argv
     saved_main = sys.modules["__main__"]
     saved_gc = gc.get_threshold()
+    saved_gc_on = gc.isenabled()
     saved_recursion = sys.getrecursionlimit()
     for stream in saved_streams[1:3]:
         with contextlib.suppress(Exception):
@@ -247,6 +248,8 @@ def cli_in_process(
             sys.argv = saved_argv
             sys.modules["__main__"] = saved_main
             gc.set_threshold(*saved_gc)
+            if saved_gc_on:  # check, validate and build turn the collector off
+                gc.enable()
             sys.setrecursionlimit(saved_recursion)
         out.seek(0)
         err.seek(0)

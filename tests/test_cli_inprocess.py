@@ -147,6 +147,7 @@ def _process_state() -> tuple[object, ...]:
         sys.modules["__main__"],
         (sys.stdin, sys.stdout, sys.stderr),
         gc.get_threshold(),
+        gc.isenabled(),
         sys.getrecursionlimit(),
         list(warnings.filters),
         warnings.showwarning,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lockdocs.api import build as run_build
-from lockdocs.commands.common import NoRoot, resolve_root
+from lockdocs.commands.common import NoRoot, bounded_heap, resolve_root
 
 
 def build(root: Path | None, *, svg: bool, dot_timeout: float | None) -> int:
@@ -14,4 +14,5 @@ def build(root: Path | None, *, svg: bool, dot_timeout: float | None) -> int:
         base = resolve_root(root)
     except NoRoot:
         return 2
+    bounded_heap()
     return run_build(base, svg=svg, dot_timeout=dot_timeout)

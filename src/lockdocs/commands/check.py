@@ -13,7 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from lockdocs import checkcache
-from lockdocs.commands.common import NoRoot, emit, load_project, resolve_root, summary
+from lockdocs.commands.common import (
+    NoRoot,
+    bounded_heap,
+    emit,
+    load_project,
+    resolve_root,
+    summary,
+)
 from lockdocs.diagnostics import Diagnostic, printable, sort_diagnostics
 from lockdocs.records import replace
 from lockdocs.report import FORMATS
@@ -59,6 +66,7 @@ def check(
         # The lazy boundary of the pipeline: only a check the cache cannot answer loads it.
         from lockdocs.api import check as run_check
 
+        bounded_heap()
         result = run_check(base, drift=drift, svg=svg)
         diags, bad_input, code = result.diagnostics, result.bad_input, result.exit_code
         rules_url = result.model.rules_url if result.model is not None else None
