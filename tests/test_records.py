@@ -13,6 +13,30 @@ import pytest
 from lockdocs import records
 
 
+@pytest.fixture(autouse=True, params=["generic", "specialised"])
+def init_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test twice: with the generic `__init__`, and with the one compiled for the class
+    (`records.SPECIALISE_AFTER`: a class made often gets it), from its second instance on."""
+    monkeypatch.setattr(records, "SPECIALISE_AFTER", 10**9 if request.param == "generic" else 1)
+    return str(request.param)
+
+
+def test_a_class_made_often_gets_its_own_init(init_kind: str) -> None:
+    @records.record
+    class Point:
+        x: int
+        y: int = 0
+        tags: tuple[str, ...] = records.field(default_factory=tuple)
+        seen: int = records.field(default=0, init=False)
+
+    generic = Point.__init__
+    first = Point(1)
+    assert (Point.__init__ is generic) == (init_kind == "generic")
+    again = Point(1)
+    assert again == first and (again.x, again.y, again.tags, again.seen) == (1, 0, (), 0)
+    assert Point.__init__.__qualname__.endswith("Point.__init__")
+
+
 def _pair(body: str, decorator: str) -> tuple[type[Any], type[Any]]:
     """The same class body under `@dataclasses.dataclass(...)` and `@records.record(...)`
     (a record is frozen unless it says otherwise; a dataclass, the other way round)."""
