@@ -57,11 +57,15 @@ class WalkBase:
             raise Stop
 
     def emit(self, ev: Event) -> None:
-        if ev not in self.seen:
+        # One hash of the event, not two (`in`, then `add`): an event is a tuple of 25 fields,
+        # two of them records with a hash of their own, and a walk emits one per take.
+        seen = self.seen
+        before = len(seen)
+        seen.add(ev)
+        if len(seen) != before:
             self.units += 1 + len(ev.held)
             if self.units > self.limit:
                 raise Stop
-            self.seen.add(ev)
             self.events.append(ev)
 
     def skip(self, step: m.Step) -> bool:
