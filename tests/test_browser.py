@@ -400,7 +400,13 @@ def test_lock_page_shows_tables_and_diagrams(repo_site: Path) -> None:
         cdp.open("about:blank", width=1280)
         cdp.call("Storage.clearDataForOrigin", origin=base, storageTypes="local_storage")
         cdp.open(url, width=1280)
-        scheme = cdp.evaluate("document.body.getAttribute('data-md-color-scheme')")
+        # Material's palette follows the media query a moment after the load (an observer of
+        # it): on a busy machine the first look could come first, so look until it has.
+        scheme = ""
+        until = time.monotonic() + 10
+        while scheme != "slate" and time.monotonic() < until:
+            scheme = cdp.evaluate("document.body.getAttribute('data-md-color-scheme')")
+            time.sleep(0.05)
         dark = cdp.evaluate(_LAYOUT)
         cdp.evaluate(_SHOW_FIRST_DIAGRAM)
         cdp.screenshot(ARTIFACTS / "lock-page-dark.png")
