@@ -10,6 +10,7 @@ import math
 from typing import Any
 
 from lockdocs import model as m
+from lockdocs.diagnostics import Location
 from lockdocs.load import Document
 from lockdocs.project.files import MAX_SET
 from lockdocs.project.state import Resolver, via
@@ -40,7 +41,7 @@ def resolve_steps(
             out.append(m.End(raw, loc))
             continue
         if "take" in raw:
-            take = resolve_take(rv, doc, p, raw, locks, ctx)
+            take = resolve_take(rv, doc, p, raw, locks, ctx, loc)
             if take is not None:
                 out.append(take)
         elif "set" in raw:
@@ -132,7 +133,9 @@ def resolve_take(
     raw: dict[str, Any],
     locks: dict[str, m.Lock],
     ctx: PathCtx,
+    loc: Location | None = None,
 ) -> m.Take | None:
+    """`loc`: the step's location when the caller has it already (`doc.loc(p)`)."""
     name = raw["take"]
     if not rv.lock_ref(doc, (*p, "take"), name, locks):
         return None
@@ -187,7 +190,7 @@ def resolve_take(
     return m.Take(
         lock=name,
         mode=mode,
-        location=doc.loc(p),
+        location=loc or doc.loc(p),
         via=via(raw.get("via")),
         note=raw.get("note"),
         instance=raw.get("instance"),
