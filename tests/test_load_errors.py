@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from conftest import run_cli, write_project
 
@@ -536,6 +537,162 @@ def test_alias_bomb_is_refused_fast_in_bounded_memory(tmp_path: Path) -> None:
     assert elapsed < 10, elapsed  # 10^13 values if expanded; refused after 500,000
     peak_mib = usage.ru_maxrss / 1024
     assert peak_mib < 400, peak_mib
+
+
+# Every kind of plain scalar YAML 1.1's implicit resolvers tell apart, their spellings and
+# near misses: what lockdocs' resolver must tag as PyYAML's does.
+SCALARS = [
+    *[
+        "yes",
+        "Yes",
+        "YES",
+        "no",
+        "No",
+        "NO",
+        "true",
+        "True",
+        "TRUE",
+        "false",
+        "False",
+        "FALSE",
+        "on",
+        "On",
+        "ON",
+        "off",
+        "Off",
+        "OFF",
+        "y",
+        "n",
+    ],
+    *[
+        "0",
+        "-1",
+        "+1",
+        "0b101",
+        "-0b1",
+        "0x1F",
+        "0X1f",
+        "017",
+        "0o17",
+        "1_000",
+        "190:20:30",
+        "1__0",
+        "_1",
+        "0x",
+        "0b",
+    ],
+    *[
+        "1.0",
+        ".5",
+        "-1.5e10",
+        "1e3",
+        "1.5E+3",
+        ".inf",
+        "-.Inf",
+        "+.INF",
+        ".nan",
+        ".NaN",
+        ".NAN",
+        "190:20:30.15",
+        "1.",
+        "-.",
+        ".",
+        "1_0.5",
+    ],
+    *["~", "null", "Null", "NULL", "nULL", "none"],
+    "",
+    *["<<", "=", "==", "2001-12-14t21:59:43.10-05:00", "2002-12-14", "2002-1-1", "12:30"],
+    *[
+        "abc",
+        "é",
+        "Ünïcode",
+        "日本",
+        ":",
+        "-",
+        "--",
+        "?",
+        "!",
+        "&",
+        "*",
+        "|",
+        ">",
+        "%",
+        "@",
+        "`",
+        "#",
+        ",",
+        "[",
+        "]",
+        "{",
+        "}",
+        "'",
+        '"',
+    ],
+    *[
+        "12abc",
+        "1e",
+        "x1",
+        "-inf",
+        ".infinity",
+        "tRUE",
+        "oN",
+        "0.0.0",
+        "1:2:3:4",
+        "+12",
+        "+.5",
+        "-0",
+        "0o",
+    ],
+    "two words",
+    " leading",
+    "trailing ",
+]
+
+
+def test_the_resolver_tags_every_scalar_as_pyyaml_does() -> None:
+    """lockdocs' resolver (`load._Loader.resolve`) answers from tables made once; PyYAML's own
+    `resolve` over the same implicit resolvers (no timestamps) must agree on every scalar,
+    implicit or not, and on sequences and mappings."""
+    from lockdocs.load import _Loader
+
+    class Reference(yaml.SafeLoader):  # PyYAML's resolve, lockdocs' tables
+        yaml_implicit_resolvers = _Loader.yaml_implicit_resolvers
+
+    ours, theirs = _Loader(""), Reference("")
+    try:
+        for value in SCALARS:
+            for implicit in ((True, False), (False, True), (False, False), (True, True)):
+                got = ours.resolve(yaml.ScalarNode, value, implicit)
+                want = theirs.resolve(yaml.ScalarNode, value, implicit)
+                assert got == want, (value, implicit, got, want)
+        for kind in (yaml.SequenceNode, yaml.MappingNode):
+            for implicit in (True, False):
+                assert ours.resolve(kind, None, implicit) == theirs.resolve(kind, None, implicit)
+    finally:
+        ours.dispose()
+        theirs.dispose()
+
+
+def test_documents_read_as_pyyaml_reads_them() -> None:
+    """Every scalar above, as a document lockdocs reads: the same values as PyYAML's own
+    loader gives (bare, in a list, as a mapping's value), dates excepted (text here)."""
+    from lockdocs.load import _Loader, parse_text
+
+    class Reference(yaml.SafeLoader):
+        yaml_implicit_resolvers = _Loader.yaml_implicit_resolvers
+
+    for value in SCALARS:
+        if value.strip() != value or not value or value[0] in "-?:,[]{}#&*!|>'\"%@`":
+            value = "'" + value.replace("'", "''") + "'"  # written as YAML would need it
+        text = f"v: {value}\nl: [{value}, x]\n"
+        doc, diags = parse_text(text, "x.yaml")
+        try:
+            want = yaml.load(text, Loader=Reference)
+        except yaml.YAMLError:  # `<<` as a value: PyYAML refuses it, and so does lockdocs
+            assert doc is None and [d.code for d in diags] == ["LD001"], (text, diags)
+            continue
+        assert doc is not None and not diags, (text, diags)
+        assert doc.data == want, (text, doc.data, want)
 
 
 def test_text_that_looks_like_a_date_is_text() -> None:
