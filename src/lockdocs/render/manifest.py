@@ -134,18 +134,26 @@ def body_of(text: str | None) -> str | None:
     return rest
 
 
-def _plain(path: Path) -> bytes | None:
-    """A regular file's bytes, read without following a symlink at its name; None otherwise."""
+_NOFOLLOW = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+
+
+def _plain(path: str | Path) -> bytes | None:
+    """A regular file's bytes, read without following a symlink at its name; None otherwise.
+    A check at 100x reads 7,200 generated files here: a path is a string, and a file read
+    whole by its first read (shorter than asked: the end) is not read again for its end."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(path, _NOFOLLOW)
     except OSError:
         return None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             return None
-        chunks = [os.read(fd, info.st_size + 1)]
-        while chunks[-1]:  # to the end, should it have grown since the fstat
+        first = os.read(fd, info.st_size + 1)
+        if len(first) <= info.st_size:
+            return first
+        chunks = [first]
+        while chunks[-1]:  # to the end: it grew since the fstat
             chunks.append(os.read(fd, 1 << 20))
         return b"".join(chunks)
     except OSError:
@@ -162,21 +170,23 @@ def _generated_name(rel: str) -> list[str] | None:
         len(parts) < 2
         or parts[0] != DOCS
         or "\\" in rel
-        or any(p in ("", ".", "..") for p in parts)
+        or "" in parts
+        or "." in parts
+        or ".." in parts
         or parts[-1].startswith(OWN_PREFIX)
     ):
         return None
     return parts
 
 
-def _real_dir(path: Path) -> bool:
+def _real_dir(path: str | Path) -> bool:
     try:
         return stat.S_ISDIR(os.lstat(path).st_mode)
     except OSError:
         return False
 
 
-def _absent(path: Path) -> bool:
+def _absent(path: str | Path) -> bool:
     try:
         os.lstat(path)
     except FileNotFoundError:
@@ -223,11 +233,14 @@ def vouch(
             svgs.add(rel)
         else:
             return False
-        folders.update("/".join(parts[:i]) for i in range(2, len(parts)))
-    if not all(_real_dir(root / p) for p in folders):
+        parent = rel.rpartition("/")[0]
+        if parent not in folders:  # (most files share their folder with the line before)
+            folders.update("/".join(parts[:i]) for i in range(2, len(parts)))
+    base = os.fspath(root) + "/"  # strings, not Paths: one join a file (7,200 at 100x)
+    if not all(_real_dir(base + p) for p in folders):
         return False
     for rel, recorded in hashes.items():
-        got = _plain(root / rel)
+        got = _plain(base + rel)
         if got is None or hashlib.sha256(got).hexdigest() != recorded:
             return False
     dots = {rel for rel in hashes if rel.endswith(".dot")}
@@ -238,10 +251,10 @@ def vouch(
         if drawn not in svgs:
             # A check with SVGs wants one for every DOT; without, an unlisted SVG on disk
             # would still be compared (and the manifest found wanting) by the full check.
-            if svg or not _absent(root / drawn):
+            if svg or not _absent(base + drawn):
                 return False
             continue
-        got = _plain(root / drawn)
+        got = _plain(base + drawn)
         if got is None:
             return False
         if svg and svg_stamp_of(got) != hashes[dot]:
