@@ -321,6 +321,8 @@ class Search:
         parent: dict[int, int] = {start: -1}
         frontier = [start]
         steps = 0
+        gid, mine = self.gid, self.gid[start]
+        gated: dict[int, bool] = {}  # per guard set: does it gate `start`?
         while frontier:
             nxt: list[int] = []
             for n in frontier:
@@ -337,7 +339,14 @@ class Search:
                         while parent[chain[-1]] != -1:
                             chain.append(parent[chain[-1]])
                         return list(reversed(chain)), steps
-                    if m in members and m not in parent and not self.gated(start, m):
+                    if m in members and m not in parent:
+                        g = gid[m]
+                        if mine >= 0 and g >= 0:
+                            cut = gated.get(g)
+                            if cut is None:
+                                cut = gated[g] = self.gated(start, m)
+                            if cut:
+                                continue
                         parent[m] = n
                         nxt.append(m)
             frontier = nxt
