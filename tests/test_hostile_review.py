@@ -68,6 +68,18 @@ def test_printable_shows_every_invisible_character(raw: str, shown: str) -> None
     assert printable(raw) == shown
 
 
+def test_printable_treats_every_ascii_character_as_its_pattern_does() -> None:
+    """Plain ASCII skips the pattern (`text.isprintable()`): that must agree with it on each of
+    the 128 characters, alone and inside other text."""
+    from lockdocs.diagnostics import _unsafe
+
+    for code in range(128):
+        ch = chr(code)
+        escaped = bool(_unsafe().search(ch))
+        assert (printable(ch) != ch) == escaped, repr(ch)
+        assert (printable(f"ab{ch}cd") != f"ab{ch}cd") == escaped, repr(ch)
+
+
 def test_printable_leaves_real_text_alone() -> None:
     text = "Café über Ærø, 数据库锁, ⚠️ emoji with its variation selector, naïve — quotes «»"
     assert printable(text) == text

@@ -7,6 +7,7 @@ and every reporter (text, JSON, GitHub, SARIF) formats the same thing.
 from __future__ import annotations
 
 import enum
+import functools
 import re
 from typing import Any, NamedTuple
 
@@ -152,7 +153,7 @@ def from_record(r: list[Any]) -> Diagnostic:
 # the word joiner, BOMs, invisible operators, line and paragraph separators, tag characters)
 # and the characters that draw nothing (the combining grapheme joiner, Hangul fillers,
 # Mongolian and supplementary variation selectors), which hide or fake text in a review.
-_UNSAFE = re.compile(
+_UNSAFE_CLASS = (
     "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
     "\u00ad\u0600-\u0605\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200d\u2028\u2029"
     "\u2060-\u2064\u206a-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
@@ -160,6 +161,15 @@ _UNSAFE = re.compile(
     "\U000e0020-\U000e007f"
     "\u034f\u115f\u1160\u3164\uffa0\u180b-\u180d\u180f\U000e0100-\U000e01ef]"
 )
+
+
+@functools.cache
+def _unsafe() -> re.Pattern[str]:
+    """The pattern, compiled at its first use (about 1.5 ms: every run imports this module,
+    and most print only plain ASCII, which `printable` tells without it)."""
+    return re.compile(_UNSAFE_CLASS)
+
+
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -177,4 +187,7 @@ def printable(text: str) -> str:
     """A user string as a terminal may show it: every control character (ESC, so no colours
     or OSC clipboard writes; a newline, so no fake second line), bidirectional override and
     invisible character (a zero-width space, a tag character) written as an escape."""
-    return _UNSAFE.sub(_escaped, text) if _UNSAFE.search(text) else text
+    if text.isascii() and text.isprintable():  # no control character, nothing invisible
+        return text
+    unsafe = _unsafe()
+    return unsafe.sub(_escaped, text) if unsafe.search(text) else text
