@@ -186,6 +186,11 @@ LAZY: tuple[tuple[str, str, str], ...] = (
         "pglast's parser: only for a file that the scan cache does not hold.",
     ),
     (
+        "lockdocs.scan.collect",
+        "lockdocs.scan.pysource",
+        "Python's ast and tokenize: only for a .py file the scan reads.",
+    ),
+    (
         "lockdocs.project.rules",
         "lockdocs.rules.catalog",
         "Every rule module, to check the rule codes exceptions name: a project without "

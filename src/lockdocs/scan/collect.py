@@ -21,13 +21,7 @@ from lockdocs.scan.files import MAX_BYTES as _MAX_BYTES
 from lockdocs.scan.files import read_file, unreadable
 from lockdocs.scan.found import FileScan, FoundLock, Site, Unread, Warning
 from lockdocs.scan.golang import go_units
-from lockdocs.scan.sources import (
-    Unit,
-    driver_placeholders,
-    file_kind,
-    python_module,
-    python_units,
-)
+from lockdocs.scan.sources import Unit, driver_placeholders, file_kind
 
 MAX_BYTES = _MAX_BYTES  # the largest file the scan reads (diff's snapshot reads it from here)
 
@@ -192,6 +186,9 @@ def scan_text(rel: str, kind: str, data: bytes, placeholders: str | None = None)
         else:
             analyser.add(Unit(text))
     else:
+        if kind == "python":
+            from lockdocs.scan.pysource import python_module, python_units  # ast, tokenize
+
         try:
             units, comments = (
                 python_units(text, python_module(rel)) if kind == "python" else go_units(text)
