@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from lockdocs.entry import main
+from lockdocs.entry import console
 
 if __name__ == "__main__":
-    main()
+    console()

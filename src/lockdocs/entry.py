@@ -153,7 +153,7 @@ def _fault(exc: BaseException) -> str | None:
     return None
 
 
-def _run() -> None:
+def _run(at_once: bool) -> None:
     plan = None if os.environ.get("LOCKDOCS_NO_FAST") else _fast(sys.argv[1:])
     if plan is None:
         # The lazy boundary of the typer app: only the spellings the fast route does not
@@ -168,11 +168,30 @@ def _run() -> None:
 
     fmt = plan.fmt
     if plan.command == "check":
-        sys.exit(check(plan.root, fmt, plan.drift, show_diff=plan.show_diff, svg=plan.svg))
-    sys.exit(validate(plan.root, fmt))
+        code = check(plan.root, fmt, plan.drift, show_diff=plan.show_diff, svg=plan.svg)
+        _finish(code, at_once)
+    _finish(validate(plan.root, fmt), at_once)
 
 
-def main() -> None:
+def _finish(code: int, at_once: bool) -> None:
+    """End a run of check or validate. `at_once` (the program, not a caller of `main` in its
+    own process): leave without tearing down the heap. Python's exit frees every object one by
+    one (the model, the analysis: 12 ms of a 10x check's 175, 25 ms at 100x), and nothing is
+    left to do by then (no thread, no open file, no exit handler of lockdocs'), so the output
+    is flushed and the process ends."""
+    if at_once:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
+def console() -> None:
+    """The `lockdocs` program: `main`, allowed to end the process at once (`_finish`)."""
+    main(at_once=True)
+
+
+def main(*, at_once: bool = False) -> None:
     """Maps a fault of the environment (a closed pipe, a deleted working folder, no memory)
     to exit code 2 with a plain message, and anything else unexpected to exit code 3 instead
     of a traceback."""
@@ -185,7 +204,7 @@ def main() -> None:
     _tolerant_streams()
     try:
         try:
-            _run()
+            _run(at_once)
         except SystemExit:
             # Flushed here, where a closed pipe is caught, rather than at exit.
             sys.stdout.flush()
