@@ -61,6 +61,7 @@ class Flattener(Takes):
     def walk(self, path: m.Path, steps: tuple[m.Step, ...], start: list[State]) -> None:
         """Walk `steps` from `start` with an explicit stack (no recursion)."""
         cur = start
+        backend = self.backend
         # ("seq", steps, index, frame) | ("join", states) | ("alt", states, name)
         # | ("alt_end", acc, outer branch) | ("branches_end", acc)
         stack: list[tuple[Any, ...]] = [("seq", steps, 0, Frame())]
@@ -70,13 +71,16 @@ class Flattener(Takes):
             tag = item[0]
             if tag == "seq":
                 _, seq, i, frame = item
-                # Steps that do not nest run here, one after another.
+                # Steps that do not nest run here, one after another (`skip` and `spend`
+                # written out: this loop runs once per step of every path).
                 while i < len(seq) and not isinstance(seq[i], _NESTING):
                     step = seq[i]
                     i += 1
-                    if self.skip(step):
+                    if backend and step.backend and step.backend != backend:
                         continue
-                    self.spend(len(cur))
+                    self.units += len(cur)
+                    if self.units > self.limit:
+                        raise Stop
                     if len(cur) == 1:
                         cur = self.step(path, step, cur[0], frame)
                         if len(cur) > 1:

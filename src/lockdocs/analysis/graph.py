@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
+from operator import attrgetter
 from typing import NamedTuple, TypeVar
 
 from lockdocs import model as m
@@ -78,7 +79,11 @@ class Edge(NamedTuple):
     split: bool = False
 
     def sort_key(self) -> tuple[str, int, int, str, str]:
-        return (self.location.file, self.location.line, self.location.column, self.src, self.dst)
+        return _BY_PLACE(self)
+
+
+# Edge.sort_key as one C call: sorting a 100x project's 50,000 edges calls it for each.
+_BY_PLACE = attrgetter("location.file", "location.line", "location.column", "src", "dst")
 
 
 @record(frozen=False)
@@ -228,7 +233,7 @@ def build_graph(ctx: Facts, backend: str | None = None) -> LockGraph:
         if ev.kind in ("acquire", "upgrade"):
             edges.extend(_edges_of(ev, ctx, backend))
     ctx.budget.spend(len(edges))  # the whole analysis's (budget.py): an edge is a unit
-    edges.sort(key=Edge.sort_key)
+    edges.sort(key=_BY_PLACE)
     by_pair: dict[tuple[str, str], list[Edge]] = defaultdict(list)
     for e in edges:
         by_pair[(e.src, e.dst)].append(e)

@@ -80,16 +80,23 @@ class Takes(Summaries):
     def take(self, path: m.Path, st: State, step: m.Take, frame: Frame) -> list[State]:
         """The states after `step`; a take of a lock held maybe, or `again` with several
         instances held, has one outcome per possibility."""
-        if self.skip(step) or (step.recheck is not None and not _rewrites(st, step)):
+        # (the walk has asked `skip` already: a take is the hottest step of the analysis)
+        if step.recheck is not None and not _rewrites(st, step):
             return [st]
         lock_id = step.lock
         lock = self.model.locks[lock_id]
         if step.claimed and not lock.singleton:
             return self._claimed(path, st, step, frame)
-        if any(h.lock == lock_id and h.private for h in st.held) or step.inserted:
-            private = self._private(st, step, frame)
-            if private is not None:
-                return [private]
+        private = step.inserted
+        if not private:
+            for h in st.held:
+                if h.private and h.lock == lock_id:
+                    private = True
+                    break
+        if private:
+            seen_alone = self._private(st, step, frame)
+            if seen_alone is not None:
+                return [seen_alone]
         parent = _parent(st.held, lock.within, step.under) if lock.within else ""
         if step.again and not lock.singleton:
             # The instance already held (one of them, if several): a certain one first, else
