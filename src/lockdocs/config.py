@@ -3,9 +3,7 @@ rules' options from `checks:`, checked against the options each rule registers."
 
 from __future__ import annotations
 
-import difflib
 import re
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +50,8 @@ def _read_pyproject(root: Path) -> tuple[dict[str, Any], list[Diagnostic], str]:
             ],
             "",
         )
+    import tomllib  # (a project without a pyproject.toml, and most checks, never parse TOML)
+
     try:
         raw = read_capped(file, MAX_FILE_BYTES)
         inputs.record(root, "pyproject.toml", raw)
@@ -172,6 +172,8 @@ def _suggest(word: str, choices: list[str]) -> str:
     if word[:2].upper() == "LD":
         near = [c for c in choices if _one_edit(word.upper(), c)]
         return f"; did you mean '{near[0]}'?" if len(near) == 1 else ""
+    import difflib  # only for a word that names nothing
+
     close = difflib.get_close_matches(word, choices, n=1)
     return f"; did you mean '{close[0]}'?" if close else ""
 

@@ -224,6 +224,16 @@ LAZY: tuple[tuple[str, str, str], ...] = (
         "The threads that sync the files a build writes: a check imports the writer (for the "
         "journal's names) and writes nothing.",
     ),
+    (
+        "lockdocs.config",
+        "tomllib",
+        "The TOML parser (and the patterns it compiles): only a project with a pyproject.toml.",
+    ),
+    (
+        "lockdocs.config",
+        "difflib",
+        "Close matches: only for a setting or a code that names nothing.",
+    ),
 )
 
 
