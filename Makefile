@@ -40,9 +40,12 @@ $(NPM_TOOLS): tests/npm/package.json tests/npm/package-lock.json
 # The package's bytecode. An editable install compiles nothing, and where PYTHONDONTWRITEBYTECODE
 # is set Python never writes the cache itself: every run (`make check`, a hook, each CLI process
 # of the tests) compiled all of lockdocs again, 61% of a check's instructions. compileall writes
-# the cache regardless, only for the files that changed since (tests/test_setup.py).
+# the cache regardless, only for the files that changed since (tests/test_setup.py). Beside it,
+# the digest of the package's files that the docs' seal holds (checkcache.package_digest): a
+# check with the cache off, as CI's, reads it instead of hashing the package again.
 bytecode: $(BIN)/lockdocs
 	$(BIN)/python -m compileall -q src/lockdocs
+	LOCKDOCS_CACHE=off $(BIN)/python -c 'from lockdocs.checkcache import package_digest; package_digest()'
 
 setup: system-deps $(BIN)/lockdocs bytecode $(NPM_TOOLS)
 

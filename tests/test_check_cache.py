@@ -319,8 +319,19 @@ def test_the_package_digest_reads_what_the_files_hold(
         checkcache.package_digest.cache_clear()
         assert checkcache.package_digest() == first, "read back from the memo"
         monkeypatch.setenv("LOCKDOCS_CACHE", "off")
+        # With the cache off, the memo sits beside the package's bytecode (`make setup`
+        # writes it): one, this package's; a stale one is removed, a bad one computed again.
+        bytecode = Path(checkcache.__file__).parent / "__pycache__"
+        kept = bytecode / f"package-{checkcache.tool()[:32]}"
+        stale = bytecode / "package-0123456789abcdef0123456789abcdef"
+        stale.write_text("f" * 64 + "\n", encoding="ascii")
+        kept.write_text("not a digest\n", encoding="ascii")
         checkcache.package_digest.cache_clear()
         assert checkcache.package_digest() == first, "the same without the cache folder"
+        assert kept.read_text(encoding="ascii").strip() == first, "kept beside the bytecode"
+        assert not stale.exists(), "another package's memo is removed"
+        checkcache.package_digest.cache_clear()
+        assert checkcache.package_digest() == first, "read back from beside the bytecode"
         # the names and bytes of the package's files, nothing of where they sit on this disk
         names = [name for name, _ in checkcache._package_files()]
         assert "render/manifest.py" in names and "templates/page.md.j2" in names
