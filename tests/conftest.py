@@ -405,6 +405,50 @@ def lockdocs_process(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.CompletedProcess(argv, code, _decode(out, encoding), _decode(err, encoding))
 
 
+# `lockdocs ARGS` in a process of its own that writes its own peak memory last on stderr
+# (VmHWM: since the process started Python). The peak getrusage gives for a child (wait4's,
+# RUSAGE_CHILDREN) also counts what the test worker held when it forked it: a worker that had
+# grown to 500 MiB made a 97 MiB check look 500 MiB.
+_PEAK_RUN = (
+    "import sys\n"
+    "from lockdocs.entry import main\n"
+    "sys.argv = ['lockdocs', *sys.argv[1:]]\n"
+    "code = 0\n"
+    "try:\n    main()\nexcept SystemExit as done:\n    code = done.code\n"
+    "sys.stdout.flush()\n"
+    "peak = [x for x in open('/proc/self/status') if x.startswith('VmHWM:')][0].split()[1]\n"
+    "sys.stderr.write(f'\\nlockdocs-test-peak-kB: {peak}\\n')\n"
+    "sys.exit(code)\n"
+)
+
+
+@dataclass
+class Measured:
+    code: int
+    out: bytes
+    err: str  # without the peak line
+    seconds: float
+    peak_mib: float
+
+
+def measured_process(*args: str, timeout: float = 120) -> Measured:
+    """`lockdocs ARGS` in a process of its own: its exit code, output, wall time and peak
+    memory (its own alone, see _PEAK_RUN)."""
+    import time
+
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-c", _PEAK_RUN, *args],
+        capture_output=True,
+        timeout=timeout,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    seconds = time.perf_counter() - start
+    err, _, peak = proc.stderr.decode(errors="replace").rpartition("\nlockdocs-test-peak-kB: ")
+    return Measured(proc.returncode, proc.stdout, err, seconds, int(peak.split()[0]) / 1024)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     global _marked_process  # noqa: PLW0603 (read by run_cli, which tests import directly)

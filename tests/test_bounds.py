@@ -5,7 +5,7 @@ limits.analysis_seconds as a backstop): spent, it says where it stopped (LD209, 
 The default suite checks what `lockdocs check` answers for each shape (the real CLI, through
 run_cli: only the answer is read); the fuzz run (`make fuzz`) draws random mixes of nested
 loops, branches and run: chains within the limits and holds every run, in a fresh process, to a
-time and a memory bound (os.wait4 gives the child's own peak RSS). Time itself is measured by bench/bounds.py, not asserted here, except as
+time and a memory bound (the child's own peak, conftest.measured_process). Time itself is measured by bench/bounds.py, not asserted here, except as
 the fuzz run's generous bound.
 """
 
@@ -14,10 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import run_cli
+from conftest import measured_process, run_cli
 from lockdocs import api
 from lockdocs.analysis import budget
 from lockdocs.analysis.chain import EMPTY
@@ -53,22 +50,11 @@ def check(root: Path) -> tuple[int, list[dict[str, Any]]]:
 
 def measured_check(root: Path) -> tuple[int, list[dict[str, Any]], float, float]:
     """Exit code, diagnostics, wall seconds and peak RSS (MiB) of `lockdocs check` in a process
-    of its own (the peak is the child's alone)."""
-    cmd = [sys.executable, "-m", "lockdocs", "check", "--no-drift", "--format", "json"]
-    with tempfile.TemporaryFile() as err:
-        start = time.perf_counter()
-        proc = subprocess.Popen([*cmd, "--root", str(root)], stdout=subprocess.PIPE, stderr=err)
-        assert proc.stdout is not None
-        out = proc.stdout.read()
-        _, status, usage = os.wait4(proc.pid, 0)
-        seconds = time.perf_counter() - start
-        proc.stdout.close()
-        proc.returncode = code = os.waitstatus_to_exitcode(status)
-        err.seek(0)
-        stderr = err.read().decode(errors="replace")
-    assert "Traceback" not in stderr, stderr
-    assert code in (0, 1, 2), (code, stderr[-2000:])
-    return code, json.loads(out)["diagnostics"], seconds, usage.ru_maxrss / 1024
+    of its own (the peak is the child's alone: conftest.measured_process)."""
+    run = measured_process("check", "--no-drift", "--format", "json", "--root", str(root))
+    assert "Traceback" not in run.err, run.err
+    assert run.code in (0, 1, 2), (run.code, run.err[-2000:])
+    return run.code, json.loads(run.out)["diagnostics"], run.seconds, run.peak_mib
 
 
 def codes(diags: list[dict[str, Any]]) -> list[str]:

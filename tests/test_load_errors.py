@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import run_cli, write_project
+from conftest import measured_process, run_cli, write_project
 
 LOCKS = """\
 lockdocs: 1
@@ -506,10 +506,6 @@ def test_file_over_the_size_limit_is_refused(tmp_path: Path) -> None:
 
 
 def test_alias_bomb_is_refused_fast_in_bounded_memory(tmp_path: Path) -> None:
-    import subprocess
-    import sys
-    import time
-
     levels = "".join(
         f"{chr(98 + i)}: &{chr(98 + i)} [" + ", ".join([f"*{chr(97 + i)}"] * 10) + "]\n"
         for i in range(12)
@@ -518,26 +514,11 @@ def test_alias_bomb_is_refused_fast_in_bounded_memory(tmp_path: Path) -> None:
         tmp_path / "p",
         _case(extra={"paths/bomb.yaml": "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + levels}),
     )
-    # The check's own peak, read by the check's process from /proc (VmHWM: its memory since
-    # it started Python). The peak getrusage reports for a child (RUSAGE_CHILDREN, or wait4's)
-    # counts what the test worker held when it forked it: a worker of 500 MiB failed this.
-    run = (
-        "import sys\n"
-        "from lockdocs.entry import main\n"
-        "sys.argv = ['lockdocs', 'check', '--root', sys.argv[1]]\n"
-        "try:\n    main()\nexcept SystemExit as done:\n    code = done.code\n"
-        "peak = [x for x in open('/proc/self/status') if x.startswith('VmHWM:')][0]\n"
-        "sys.stderr.write(peak)\n"
-        "sys.exit(code)\n"
-    )
-    start = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-c", run, str(root)], capture_output=True, timeout=60, check=False
-    )
-    elapsed = time.perf_counter() - start
-    assert proc.returncode == 2 and b"LD009" in proc.stdout
-    assert elapsed < 10, elapsed  # 10^13 values if expanded; refused after 500,000
-    peak_mib = int(proc.stderr.split(b"VmHWM:")[1].split()[0]) / 1024  # kB
+    # the check's own peak (conftest.measured_process: not the forking worker's)
+    run = measured_process("check", "--root", str(root), timeout=60)
+    assert run.code == 2 and b"LD009" in run.out
+    assert run.seconds < 10, run.seconds  # 10^13 values if expanded; refused after 500,000
+    peak_mib = run.peak_mib
     assert 10 < peak_mib < 400, peak_mib
 
 
