@@ -126,6 +126,10 @@ def resolve_steps(
     return tuple(out)
 
 
+# The keys of a take that needs none of resolve_take's cross-checks.
+_PLAIN_TAKE = frozenset({"take", "mode", "via", "note"})
+
+
 def resolve_take(
     rv: Resolver,
     doc: Document,
@@ -141,6 +145,10 @@ def resolve_take(
         return None
     lock = locks[name]
     mode = rv.mode_ok(doc, p, lock, raw.get("mode"))
+    if raw.keys() <= _PLAIN_TAKE:
+        # The usual take (a 100x project: 18,000 of 18,055): nothing below can object, and
+        # every other field keeps its default.
+        return m.Take(name, mode, loc or doc.loc(p), via(raw.get("via")), raw.get("note"))
     option = raw.get("option")
     attempt = raw.get("try")
     under = raw.get("under")
