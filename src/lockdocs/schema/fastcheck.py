@@ -197,10 +197,26 @@ class Validator:
     def _one_of(
         self, schema: dict[str, Any], branches: list[Callable[[Any], bool]]
     ) -> Callable[[Any], bool]:
+        table = self._table(schema)
+
         def one(inst: Any) -> bool:
-            branch = self._discriminate(inst, schema)
-            if branch is not None:
-                return branches[branch](inst)
+            # `_discriminate` written out (it runs for every step of every path): the one
+            # branch whose required keys the mapping has, if exactly one.
+            if isinstance(inst, dict):
+                branch = -1
+                for k in inst:
+                    hit = table.get(k)
+                    if hit is not None:
+                        for r in hit[1]:
+                            if r not in inst:
+                                break
+                        else:
+                            if branch >= 0:
+                                branch = -1
+                                break
+                            branch = hit[0]
+                if branch >= 0:
+                    return branches[branch](inst)
             return sum(1 for b in branches if b(inst)) == 1
 
         return one
@@ -287,10 +303,8 @@ class Validator:
 
         return mapping
 
-    def _discriminate(self, inst: Any, schema: dict[str, Any]) -> int | None:
-        """The one oneOf branch a mapping can match, by its required keys, if exactly one."""
-        if not isinstance(inst, dict):
-            return None
+    def _table(self, schema: dict[str, Any]) -> dict[str, tuple[int, tuple[str, ...]]]:
+        """A oneOf's branches by the first key each requires: (branch, its required keys)."""
         table = self._keys.get(id(schema))
         if table is None:
             table = {}
@@ -298,6 +312,13 @@ class Validator:
                 if isinstance(b, dict) and b.get("required"):
                     table[b["required"][0]] = (i, tuple(b["required"]))
             self._keys[id(schema)] = table
+        return table
+
+    def _discriminate(self, inst: Any, schema: dict[str, Any]) -> int | None:
+        """The one oneOf branch a mapping can match, by its required keys, if exactly one."""
+        if not isinstance(inst, dict):
+            return None
+        table = self._table(schema)
         fits = [
             i
             for k in inst
