@@ -157,9 +157,11 @@ class _Builder:
         kind = type(node)
         if kind is yaml.MappingNode:
             out: dict[str, Any] = {}
-            key_marks = self.key_marks
+            key_marks, marks = self.key_marks, self.marks
+            flow = getattr(node, "flow_style", False)
+            scalar = yaml.ScalarNode
             for key_node, value_node in node.value:
-                if type(key_node) is not yaml.ScalarNode or key_node.tag == _MERGE:
+                if type(key_node) is not scalar or key_node.tag == _MERGE:
                     merge = key_node.tag == _MERGE
                     raise _Refused(
                         "LD003",
@@ -171,9 +173,9 @@ class _Builder:
                         if merge
                         else "use a simple name as the key",
                     )
-                key = str(key_node.value)
+                key = key_node.value  # (a scalar node's value is text)
                 sub = (*path, key)
-                if key in out or sub in key_marks:
+                if key in out:  # (a path is reached once: an earlier equal key is in `out`)
                     km = key_node.start_mark
                     self.diags.append(
                         _error(
@@ -188,16 +190,16 @@ class _Builder:
                     continue
                 key_marks[sub] = key_node.start_mark
                 if (
-                    getattr(node, "flow_style", False)
+                    flow
                     and out
-                    and type(value_node) is yaml.ScalarNode
+                    and type(value_node) is scalar
                     and value_node.value == ""
                     and value_node.start_mark.index == value_node.end_mark.index
                 ):
                     self.bare_flow_keys[sub] = next(reversed(out))
-                if type(value_node) is yaml.ScalarNode and value_node.tag == _STR:
+                if type(value_node) is scalar and value_node.tag == _STR:
                     self.nodes += 1
-                    self.marks[sub] = value_node.start_mark
+                    marks[sub] = value_node.start_mark
                     out[key] = value_node.value
                 else:
                     out[key] = self.build(value_node, sub, depth + 1)
