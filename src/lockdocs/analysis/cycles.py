@@ -68,7 +68,7 @@ def find_cycles(
     total_budget = 10 * budget
     search = Search(ctx, graph)
     reps = search.reps
-    backend = graph.edges[0].backend if graph.edges else None
+    backend = graph.backend
     comps = search.components()
     if comps is None:  # the whole analysis's budget ran out before any search
         why = ctx.budget.out or "work"
@@ -153,9 +153,10 @@ class InstanceClash:
 def instance_clashes(ctx: Facts, graph: LockGraph) -> list[InstanceClash]:
     """Self-edges (several instances of one lock) that can wait on each other."""
     out: list[InstanceClash] = []
-    for (src, dst), edges in sorted(graph.by_pair.items()):
+    for src, dst in sorted(graph.by_pair):
         if src != dst:
             continue
+        edges = graph.by_pair[(src, dst)]
         reps = representatives(edges, ctx)
         reported: set[str] = set()
         declared = ctx.model.locks[src].instance_order

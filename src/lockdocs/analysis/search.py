@@ -60,9 +60,9 @@ class Search:
                 for lock in locks:
                     component[lock] = n
         reps: list[Edge] = []
-        for (src, dst), edges in sorted(graph.by_pair.items()):
+        for src, dst in sorted(graph.by_pair):  # (only these pairs' edges are made)
             if src in component and component[src] == component.get(dst):
-                reps.extend(representatives(edges, ctx))
+                reps.extend(representatives(graph.by_pair[(src, dst)], ctx))
         backend = graph.backend
         # False once the whole analysis's budget ran out while the graph of waits was built
         # (or its components found): nothing of it may be trusted then. A row's queue hops
@@ -260,9 +260,9 @@ class Search:
             members = set(locks)
             inside = [
                 e
-                for (src, dst), edges in graph.by_pair.items()
+                for src, dst in graph.by_pair
                 if src != dst and src in members and dst in members
-                for e in edges
+                for e in graph.by_pair[(src, dst)]
             ]
             out.append((tuple(locks), min(inside, key=Edge.sort_key)))
         return out
