@@ -284,7 +284,7 @@ def write_files(
     wanted = dict(files)
     created: list[Path] = []
     temps: list[tuple[str, Path]] = []
-    syncer = Syncer()
+    syncer = Syncer(root)  # opened before the first file is written (see Syncer)
     try:
         _stage(root, files, created, temps, syncer)
         if later is not None:
