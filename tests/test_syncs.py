@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import io
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,15 @@ from lockdocs.api import build as api_build
 from lockdocs.render import syncs
 
 HERE = Path(__file__).parent
+
+
+@pytest.fixture
+def fsynced(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The files `fsync`ed one by one (they still are)."""
+    out: list[Path] = []
+    real = syncs.fsync
+    monkeypatch.setattr(syncs, "fsync", lambda p: (out.append(p), real(p)))
+    return out
 
 
 def _files(folder: Path, n: int) -> list[Path]:
@@ -29,11 +39,8 @@ def _files(folder: Path, n: int) -> list[Path]:
 
 @pytest.mark.skipif(sys.platform != "linux", reason="syncfs is Linux's")
 def test_files_on_the_folders_file_system_wait_for_one_syncfs(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fsynced: list[Path]
 ) -> None:
-    fsynced: list[Path] = []
-    real = syncs.fsync
-    monkeypatch.setattr(syncs, "fsync", lambda p: (fsynced.append(p), real(p)))
     calls: list[int] = []
     real_syncfs = syncs._syncfs()
     assert real_syncfs is not None  # glibc has it: the fast way is the one taken here
@@ -51,12 +58,7 @@ def test_files_on_the_folders_file_system_wait_for_one_syncfs(
     assert len(calls) == 1 and fsynced == []
 
 
-def test_without_a_folder_each_file_is_fsynced(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    fsynced: list[Path] = []
-    real = syncs.fsync
-    monkeypatch.setattr(syncs, "fsync", lambda p: (fsynced.append(p), real(p)))
+def test_without_a_folder_each_file_is_fsynced(tmp_path: Path, fsynced: list[Path]) -> None:
     files = _files(tmp_path, 20)
     s = syncs.Syncer()
     s.add(files)
@@ -65,11 +67,8 @@ def test_without_a_folder_each_file_is_fsynced(
 
 
 def test_where_there_is_no_syncfs_each_file_is_fsynced(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fsynced: list[Path]
 ) -> None:
-    fsynced: list[Path] = []
-    real = syncs.fsync
-    monkeypatch.setattr(syncs, "fsync", lambda p: (fsynced.append(p), real(p)))
     monkeypatch.setattr(syncs, "_syncfs", lambda: None)
     files = _files(tmp_path, 20)
     s = syncs.Syncer(tmp_path)
@@ -84,8 +83,6 @@ def test_a_failed_syncfs_fails_the_build_and_leaves_the_previous_files(
 ) -> None:
     """An I/O error while the files go to disk (a disk that fails write-back): exit 2, the
     error named, every previous file as it was and no temporary file left."""
-    import shutil
-
     root = tmp_path / "p"
     shutil.copytree(HERE / "fixtures" / "render_project", root)
     assert api_build(root, out=io.StringIO(), err=io.StringIO(), svg=False) == 0

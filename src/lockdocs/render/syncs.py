@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,7 @@ def _fsync_all(paths: list[Path]) -> None:
         fsync(path)
 
 
+@functools.cache
 def _syncfs() -> Any:
     """libc's `syncfs`, or None where there is none (not Linux, no glibc or musl with it)."""
     if os.uname().sysname != "Linux":
@@ -64,13 +66,11 @@ class Syncer:
         self._dev = -1
         self._devs: dict[Path, int] = {}  # st_dev per folder of the files added
         self._whole = False  # some file waits for the syncfs
-        self._syncfs = None
-        if folder is not None:
-            self._syncfs = _syncfs()
-            if self._syncfs is not None:
-                with contextlib.suppress(OSError):
-                    self._fd = os.open(folder, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-                    self._dev = os.fstat(self._fd).st_dev
+        self._syncfs: Any = _syncfs() if folder is not None else None
+        if folder is not None and self._syncfs is not None:
+            with contextlib.suppress(OSError):
+                self._fd = os.open(folder, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+                self._dev = os.fstat(self._fd).st_dev
 
     def _on_folder_fs(self, path: Path) -> bool:
         if self._fd is None:
@@ -104,11 +104,10 @@ class Syncer:
     def wait(self) -> None:
         """Every file added is on disk; raises the first failure."""
         try:
-            if self._whole and self._fd is not None and self._syncfs is not None:
-                if self._syncfs(self._fd) != 0:
-                    err = ctypes.get_errno()
-                    raise OSError(err, f"syncfs: {os.strerror(err)}")
-                self._whole = False
+            # (a folder is open only where there is a syncfs)
+            if self._whole and self._fd is not None and self._syncfs(self._fd) != 0:
+                err = ctypes.get_errno()
+                raise OSError(err, f"syncfs: {os.strerror(err)}")
             for fut in self._pending:
                 fut.result()
         finally:
